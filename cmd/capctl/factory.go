@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/config"
+)
+
+// globalOptions are the persistent flags every command has.
+type globalOptions struct {
+	kubeconfig        string
+	kubeconfigContext string
+	configPath        string
+	verbosity         int
+	connectTimeout    time.Duration
+}
+
+// factory hands commands what they need (streams, config, cluster client, logger), built lazily
+// and once per run, so a command that needs no cluster never touches one.
+type factory struct {
+	IO     *iostreams.IOStreams
+	global *globalOptions
+
+	configOnce sync.Once
+	cfg        *config.Config
+	cfgErr     error
+
+	clusterMu sync.Mutex
+	clusterC  *cluster.Client
+}
+
+func newFactory(io *iostreams.IOStreams) *factory {
+	return &factory{IO: io, global: &globalOptions{}}
+}
+
+// Config loads the configuration file once.
+func (f *factory) Config(ctx context.Context) (*config.Config, error) {
+	f.configOnce.Do(func() {
+		f.cfg, f.cfgErr = config.Load(ctx, config.Options{Path: f.global.configPath})
+	})
+	return f.cfg, f.cfgErr
+}
+
+// Logger returns a logger to stderr at the chosen verbosity; with -v 0 the config variable
+// CAPCTL_LOG_LEVEL (or clusterctl's CLUSTERCTL_LOG_LEVEL) may raise it.
+func (f *factory) Logger() *logging.Logger {
+	v := f.global.verbosity
+	if v == 0 {
+		for _, key := range []string{"CAPCTL_LOG_LEVEL", "CLUSTERCTL_LOG_LEVEL"} {
+			if s, ok := os.LookupEnv(key); ok {
+				if n, err := strconv.Atoi(s); err == nil {
+					v = n
+				}
+				break
+			}
+		}
+	}
+	return logging.New(f.IO.ErrOut, v)
+}
+
+// ClusterOptions are the options that select the management cluster.
+func (f *factory) ClusterOptions() cluster.Options {
+	return cluster.Options{
+		Kubeconfig:     f.global.kubeconfig,
+		Context:        f.global.kubeconfigContext,
+		ConnectTimeout: f.global.connectTimeout,
+	}
+}
+
+// Cluster connects to the management cluster once per run (checking it answers).
+func (f *factory) Cluster(ctx context.Context) (*cluster.Client, error) {
+	f.clusterMu.Lock()
+	defer f.clusterMu.Unlock()
+	if f.clusterC != nil {
+		return f.clusterC, nil
+	}
+	c, err := cluster.Connect(ctx, f.ClusterOptions())
+	if err != nil {
+		return nil, err
+	}
+	f.clusterC = c
+	return c, nil
+}
+
+// usageError marks errors that should print the command's usage (wrong arguments).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }

@@ -1,0 +1,208 @@
+// Package testenv starts real kube-apiserver + etcd pairs (controller-runtime envtest) for
+// integration tests, installs CRDs, writes kubeconfig files, and finds the shared fixtures.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capctl/capctl/pkg/cluster"
+)
+
+// K8sVersion is the Kubernetes version the envtest binaries are built at (hack/envtest-bins.sh).
+const K8sVersion = "v1.37.2"
+
+// Env is one running API server.
+type Env struct {
+	// Config reaches the server as cluster-admin.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file for the server (context "envtest").
+	Kubeconfig string
+	// Client is a capctl cluster client connected to the server.
+	Client *cluster.Client
+
+	env *envtest.Environment
+}
+
+// Options configure Start.
+type Options struct {
+	// CRDPaths are files or folders of CRDs to install before the test starts.
+	CRDPaths []string
+}
+
+// RepoRoot is the root of the capctl checkout (found from this source file's location).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// AssetsDir is the folder with kube-apiserver, etcd and kubectl: $KUBEBUILDER_ASSETS, else the
+// folder hack/envtest-bins.sh fills by default.
+func AssetsDir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	if d := os.Getenv("CAPCTL_ENVTEST_DIR"); d != "" {
+		return d
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "capctl", "envtest", K8sVersion)
+}
+
+// Start runs a fresh API server for the test and stops it when the test ends. It fails (never
+// skips) when the binaries are missing: `make test` builds them, and a silent skip would hide that.
+func Start(tb testing.TB, opts Options) *Env {
+	tb.Helper()
+	e, err := start(opts)
+	if err != nil {
+		tb.Fatalf("starting a test API server: %v", err)
+	}
+	tb.Cleanup(func() { e.Stop() })
+	return e
+}
+
+// StartPair runs two API servers at once (the source and target of a move).
+func StartPair(tb testing.TB, opts Options) (*Env, *Env) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	envs := make([]*Env, 2)
+	errs := make([]error, 2)
+	for i := range envs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			envs[i], errs[i] = start(opts)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, e := range envs {
+				if e != nil {
+					e.Stop()
+				}
+			}
+			tb.Fatalf("starting test API server %d of 2: %v", i+1, err)
+		}
+	}
+	tb.Cleanup(func() { envs[0].Stop(); envs[1].Stop() })
+	return envs[0], envs[1]
+}
+
+// StartForMain is Start for a TestMain that shares one server across a package's tests; the
+// caller must call Stop.
+func StartForMain(opts Options) (*Env, error) { return start(opts) }
+
+func start(opts Options) (*Env, error) {
+	assets := AssetsDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make envtest-bins` (or set KUBEBUILDER_ASSETS)", bin, assets)
+		}
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     opts.CRDPaths,
+		ErrorIfCRDPathMissing: true,
+	}
+	// The Docker infrastructure provider's Deployment asks for a privileged container.
+	te.ControlPlane.GetAPIServer().Configure().Append("allow-privileged", "true")
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Config: cfg, env: te}
+	user, err := te.AddUser(envtest.User{Name: "capctl-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("adding an admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "capctl-envtest-")
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, kc, 0o600); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.Client, err = cluster.New(cluster.Options{Kubeconfig: e.Kubeconfig})
+	if err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("connecting to the test API server: %w", err)
+	}
+	return e, nil
+}
+
+// Stop shuts the server down and removes its kubeconfig.
+func (e *Env) Stop() {
+	if e.env != nil {
+		_ = e.env.Stop()
+		e.env = nil
+	}
+	if e.Kubeconfig != "" {
+		_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
+	}
+}
+
+// InstallCRDs installs the CRDs found at paths (files or folders) and waits until they are served.
+func (e *Env) InstallCRDs(tb testing.TB, paths ...string) {
+	tb.Helper()
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		tb.Fatalf("installing CRDs from %v: %v", paths, err)
+	}
+}
+
+// FixturesDir is the shared folder of upstream Cluster API fixtures: $CAPCTL_FIXTURES, else
+// ../shared/fixtures beside the checkout. Tests that need it skip, saying so, where it is absent
+// (someone else's clone); CI always has it.
+func FixturesDir(tb testing.TB) string {
+	tb.Helper()
+	dir := os.Getenv("CAPCTL_FIXTURES")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "..", "shared", "fixtures")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "repository")); err != nil {
+		tb.Skipf("needs the upstream Cluster API fixtures (repository/, crds/) at %s: set CAPCTL_FIXTURES to their folder", dir)
+	}
+	return dir
+}
+
+// Context returns a context that ends with the test.
+func Context(tb testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// CreateNamespaces creates the namespaces (no error if they exist).
+func (e *Env) CreateNamespaces(tb testing.TB, names ...string) {
+	tb.Helper()
+	for _, n := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		if err := e.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			tb.Fatalf("creating namespace %s: %v", n, err)
+		}
+	}
+}

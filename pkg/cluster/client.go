@@ -1,0 +1,253 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/capctl/capctl/internal/version"
+)
+
+// Defaults for the REST client. clusterctl v1.14 raised QPS/burst to 500/1000 because CRD-heavy
+// clusters starved its rate limiter; capctl does bulk work (move, describe) with the same budget.
+const (
+	DefaultQPS            = 500
+	DefaultBurst          = 1000
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// Options select a cluster and tune the client.
+type Options struct {
+	// Kubeconfig is an explicit kubeconfig path (--kubeconfig). Empty follows client-go's rules:
+	// the KUBECONFIG list, then ~/.kube/config.
+	Kubeconfig string
+	// Context is the kubeconfig context (--kubeconfig-context); empty uses the current context.
+	Context string
+	// ConnectTimeout bounds the reachability check in Connect (default 10 s).
+	ConnectTimeout time.Duration
+	// QPS and Burst override the client rate limits (defaults 500/1000).
+	QPS   float32
+	Burst int
+	// Scheme overrides the scheme (default: client-go's scheme plus apiextensions).
+	Scheme *runtime.Scheme
+}
+
+// Client is a connection to one management cluster. Build one per run and share it: it holds one
+// HTTP client and one lazily-filled REST mapper, so discovery is paid once.
+type Client struct {
+	client.Client
+	Config    *rest.Config
+	Mapper    meta.RESTMapper
+	Discovery discovery.DiscoveryInterface
+
+	// Where it came from, for error messages.
+	KubeconfigPath string
+	ContextName    string
+	Namespace      string // the context's namespace, or "default"
+
+	requests *atomic.Int64
+}
+
+// Scheme is the scheme typed objects are read with: core Kubernetes kinds and CRDs. Cluster API
+// objects are handled as unstructured data so both v1beta1 and v1beta2 clusters are readable.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
+	return s
+}
+
+// LoadRESTConfig resolves kubeconfig and context into a REST config, with errors that name the
+// kubeconfig file(s) and list the contexts that do exist.
+func LoadRESTConfig(opts Options) (*rest.Config, string, string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if opts.Kubeconfig != "" {
+		if _, err := os.Stat(opts.Kubeconfig); err != nil {
+			return nil, "", "", "", fmt.Errorf("kubeconfig %s: %w (check --kubeconfig)", opts.Kubeconfig, err)
+		}
+		rules.ExplicitPath = opts.Kubeconfig
+	}
+	files := describeFiles(rules)
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, "", "", "", fmt.Errorf("loading kubeconfig %s: %w", files, err)
+	}
+	ctxName := opts.Context
+	if ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	if len(raw.Contexts) == 0 {
+		return nil, files, "", "", fmt.Errorf("no usable kubeconfig: %s has no contexts; pass --kubeconfig or set KUBECONFIG", files)
+	}
+	kctx, ok := raw.Contexts[ctxName]
+	if !ok {
+		if ctxName == "" {
+			return nil, files, "", "", fmt.Errorf("kubeconfig %s has no current context; pass --kubeconfig-context (contexts: %s)", files, contextNames(raw))
+		}
+		return nil, files, ctxName, "", fmt.Errorf("context %q not found in kubeconfig %s (contexts: %s); pass --kubeconfig-context", ctxName, files, contextNames(raw))
+	}
+	cc := clientcmd.NewNonInteractiveClientConfig(*raw, ctxName, &clientcmd.ConfigOverrides{}, rules)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, files, ctxName, "", fmt.Errorf("kubeconfig %s, context %q: %w", files, ctxName, err)
+	}
+	ns := kctx.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return cfg, files, ctxName, ns, nil
+}
+
+func describeFiles(rules *clientcmd.ClientConfigLoadingRules) string {
+	if rules.ExplicitPath != "" {
+		return rules.ExplicitPath
+	}
+	var existing []string
+	for _, p := range rules.Precedence {
+		if _, err := os.Stat(p); err == nil {
+			existing = append(existing, p)
+		}
+	}
+	if len(existing) == 0 {
+		return strings.Join(rules.Precedence, string(os.PathListSeparator)) + " (none exists)"
+	}
+	return strings.Join(existing, string(os.PathListSeparator))
+}
+
+func contextNames(cfg *clientcmdapi.Config) string {
+	names := make([]string, 0, len(cfg.Contexts))
+	for n := range cfg.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// New builds a client without contacting the server.
+func New(opts Options) (*Client, error) {
+	cfg, files, ctxName, ns, err := LoadRESTConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfig(cfg, opts, files, ctxName, ns)
+}
+
+// NewForConfig builds a client from a REST config (tests, or a target cluster of a move).
+func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, namespace string) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	if opts.QPS > 0 {
+		cfg.QPS = opts.QPS
+	}
+	if opts.Burst > 0 {
+		cfg.Burst = opts.Burst
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultRequestTimeout
+	}
+	cfg.UserAgent = version.UserAgent()
+	counter := &atomic.Int64{}
+	prevWrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prevWrap != nil {
+			rt = prevWrap(rt)
+		}
+		return countingTransport{next: rt, n: counter}
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building HTTP client for %s: %w", cfg.Host, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("building REST mapper for %s: %w", cfg.Host, err)
+	}
+	scheme := opts.Scheme
+	if scheme == nil {
+		scheme = Scheme()
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("building client for %s: %w", cfg.Host, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("building discovery client for %s: %w", cfg.Host, err)
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return &Client{
+		Client: c, Config: cfg, Mapper: mapper, Discovery: disco,
+		KubeconfigPath: kubeconfigPath, ContextName: contextName, Namespace: namespace,
+		requests: counter,
+	}, nil
+}
+
+// Connect builds a client and checks, within ConnectTimeout, that the API server answers.
+func Connect(ctx context.Context, opts Options) (*Client, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.ConnectTimeout
+	if timeout == 0 {
+		timeout = DefaultConnectTimeout
+	}
+	if err := c.Ping(ctx, timeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ErrUnreachable marks a failed reachability check.
+var ErrUnreachable = errors.New("management cluster unreachable")
+
+// Ping asks the server for its version within timeout, and says where it looked when it fails.
+func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := c.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s", timeout)
+	}
+	return fmt.Errorf("%w: cannot reach the API server %s (kubeconfig %s, context %q): %v; check that the cluster is running and the kubeconfig is current",
+		ErrUnreachable, c.Config.Host, c.KubeconfigPath, c.ContextName, err)
+}
+
+// Requests is the number of HTTP requests this client has sent so far.
+func (c *Client) Requests() int64 { return c.requests.Load() }
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.next.RoundTrip(r)
+}

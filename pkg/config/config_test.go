@@ -1,0 +1,154 @@
+package config
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "clusterctl.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestPrecedenceSetThenEnvThenFile(t *testing.T) {
+	p := writeFile(t, "AWS_REGION: eu-west-1\nFROM_FILE: file\nEMPTY_IN_ENV: file\n")
+	c, err := Load(context.Background(), Options{Path: p, LookupEnv: envFrom(map[string]string{
+		"AWS_REGION": "us-east-1", "EMPTY_IN_ENV": "",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(key, want string) {
+		t.Helper()
+		got, err := c.Get(key)
+		if err != nil || got != want {
+			t.Errorf("Get(%s) = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	check("AWS_REGION", "us-east-1")
+	check("FROM_FILE", "file")
+	check("EMPTY_IN_ENV", "") // an empty env value counts as set, as in clusterctl
+	c.Set("AWS_REGION", "set-by-capctl")
+	check("AWS_REGION", "set-by-capctl")
+	if _, err := c.Get("NOPE"); err == nil || !strings.Contains(err.Error(), "NOPE") {
+		t.Errorf("unset variable error should name it: %v", err)
+	}
+}
+
+func TestMalformedYAMLNamesFileAndLine(t *testing.T) {
+	p := writeFile(t, "providers:\n  - name: aws\n    url: [unclosed\n")
+	_, err := Load(context.Background(), Options{Path: p, LookupEnv: envFrom(nil)})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "line") {
+		t.Fatalf("want an error naming %s and the line, got %v", p, err)
+	}
+}
+
+func TestMissingConfigFile(t *testing.T) {
+	_, err := Load(context.Background(), Options{Path: "/nonexistent/clusterctl.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/clusterctl.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestProvidersImagesCertManager(t *testing.T) {
+	p := writeFile(t, `
+providers:
+  - name: my-infra
+    url: ${REPO}/infrastructure-my-infra/latest/infrastructure-components.yaml
+    type: InfrastructureProvider
+images:
+  all:
+    repository: myorg.io/local
+  cert-manager/cert-manager-cainjector:
+    tag: v1.0.0
+cert-manager:
+  version: v1.20.3
+  timeout: 2m
+overridesFolder: ${REPO}/overrides
+GITHUB_TOKEN: ghp_secret
+`)
+	c, err := Load(context.Background(), Options{Path: p, LookupEnv: envFrom(map[string]string{"REPO": "/repo"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Providers()
+	if err != nil || len(ps) != 1 || ps[0].URL != "/repo/infrastructure-my-infra/latest/infrastructure-components.yaml" {
+		t.Fatalf("providers: %+v %v", ps, err)
+	}
+	imgs, err := c.Images()
+	if err != nil || imgs["all"].Repository != "myorg.io/local" || imgs["cert-manager/cert-manager-cainjector"].Tag != "v1.0.0" {
+		t.Fatalf("images: %+v %v", imgs, err)
+	}
+	cm, err := c.CertManager()
+	if err != nil || cm.Version != "v1.20.3" || cm.Timeout != 2*time.Minute || !strings.Contains(cm.URL, "v1.20.3") {
+		t.Fatalf("cert-manager: %+v %v", cm, err)
+	}
+	if c.OverridesFolder() != "/repo/overrides" {
+		t.Errorf("overrides folder %q", c.OverridesFolder())
+	}
+	if c.GitHubToken() != "ghp_secret" {
+		t.Error("token from file not read")
+	}
+	if v := c.Variables()["GITHUB_TOKEN"]; v == "ghp_secret" {
+		t.Error("a token was listed unredacted")
+	}
+}
+
+func TestBadProviderEntry(t *testing.T) {
+	p := writeFile(t, "providers:\n  - name: Foo\n    url: x\n    type: InfrastructureProvider\n")
+	c, err := Load(context.Background(), Options{Path: p, LookupEnv: envFrom(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Providers(); err == nil || !strings.Contains(err.Error(), "Foo") {
+		t.Fatalf("want an error naming the provider, got %v", err)
+	}
+}
+
+func TestConfigFromURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/clusterctl.yaml" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("FOO: bar\n"))
+	}))
+	defer srv.Close()
+	c, err := Load(context.Background(), Options{Path: srv.URL + "/clusterctl.yaml", LookupEnv: envFrom(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Get("FOO"); v != "bar" {
+		t.Errorf("FOO = %q", v)
+	}
+	if _, err := Load(context.Background(), Options{Path: srv.URL + "/missing.yaml"}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("want a 404 error, got %v", err)
+	}
+}
+
+func TestIsSensitive(t *testing.T) {
+	for _, k := range []string{"GITHUB_TOKEN", "github-token", "AWS_B64ENCODED_CREDENTIALS", "VSPHERE_PASSWORD", "AZURE_CLIENT_SECRET", "SSH_KEY", "AWS_SECRET_ACCESS_KEY"} {
+		if !IsSensitive(k) {
+			t.Errorf("%s should be sensitive", k)
+		}
+	}
+	for _, k := range []string{"AWS_REGION", "KUBERNETES_VERSION", "CLUSTER_NAME", "KEYCLOAK_URL"} {
+		if IsSensitive(k) {
+			t.Errorf("%s should not be sensitive", k)
+		}
+	}
+}

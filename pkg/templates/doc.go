@@ -1,0 +1,3 @@
+// Package templates owns `capctl generate cluster` and `generate yaml`: fetching cluster templates
+// (flavors, --from, ClusterClass) and rendering them with variables into Kubernetes objects.
+package templates
