@@ -252,4 +252,3 @@ func Find(items []Provider, name string, t provider.Type) []Provider {
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
 	return out
 }
-
