@@ -1,7 +1,8 @@
 # capctl build, test and release targets. `make help` lists them.
 SHELL := /usr/bin/env bash
 
-VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed 's/^\([0-9]\)/v\1/' || echo v0.0.0-dev)
+# A tag like v0.3.0 when there is one, else v0.0.0-<commit> (semver-shaped, so tools can compare it).
+VERSION      ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo "v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo dev)")
 GIT_COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 TREE_STATE   ?= $(shell if git diff --quiet 2>/dev/null; then echo clean; else echo dirty; fi)
 BUILD_DATE   ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
