@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/upgrade"
+)
+
+// upgradeCreateFromFile creates every object of a multi-document YAML file.
+func upgradeCreateFromFile(t *testing.T, c client.Client, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			t.Fatalf("decoding %s: %v", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(context.Background(), u); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+func TestUpgradePlanUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"upgrade", "plan", "--kubernetes-version", "1.33.2"},
+		{"upgrade", "plan", "--kubernetes-version", "v1.33"},
+		{"upgrade", "plan", "--kubernetes-version", "v1.33.2", "-o", "xml"},
+	} {
+		// An unreachable kubeconfig proves validation happens before any cluster call.
+		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", filepath.Join(t.TempDir(), "missing"))...)
+		if code == 0 || !strings.Contains(errOut, "Usage:") {
+			t.Errorf("%v: exit %d, stderr %s", args, code, errOut)
+		}
+	}
+}
+
+func TestUpgradeFleetPlanCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	crds := filepath.Join(testenv.FixturesDir(t), "crds")
+	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
+		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
+	}})
+	upgradeCreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
+
+	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--kubeconfig", env.Kubeconfig)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// Waves in order, control plane steps before the workers'.
+	order := []string{"fleet/bravo", "fleet/charlie", "fleet/alpha", "fleet/juliet", "fleet/delta", "Clusters that cannot be planned:", "fleet/echo"}
+	last := -1
+	for _, s := range order {
+		i := strings.Index(out, s)
+		if i <= last {
+			t.Fatalf("%q missing or out of order in:\n%s", s, out)
+		}
+		last = i
+	}
+	for _, s := range []string{
+		"control plane v1.31.5 -> control plane v1.32.1 -> control plane v1.33.2 -> workers v1.33.2",
+		"control plane v1.32.x -> workers v1.32.x -> control plane v1.33.2 -> workers v1.33.2",
+		"Already up to date",
+		"5 cluster(s) in 3 wave(s), 5 cannot be planned",
+		"ClusterClass classes/narrow lists no v1.32 version",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("missing %q in:\n%s", s, out)
+		}
+	}
+
+	out, errOut, code = runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "-o", "json", "--kubeconfig", env.Kubeconfig)
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, errOut)
+	}
+	var plan upgrade.FleetPlan
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(plan.Waves) != 3 || *plan.Waves[0].Wave != 1 || plan.Waves[2].Wave != nil || len(plan.Unplannable) != 5 {
+		t.Errorf("json plan: %+v", plan)
+	}
+	out, _, code = runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "-o", "yaml", "--kubeconfig", env.Kubeconfig)
+	if code != 0 || !strings.Contains(out, "kubernetesVersion: v1.33.2") || !strings.Contains(out, "component: ControlPlane") {
+		t.Errorf("yaml: exit %d\n%s", code, out)
+	}
+}

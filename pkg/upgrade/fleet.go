@@ -1,0 +1,444 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels that order the fleet plan. WaveLabel wins when a Cluster carries both.
+const (
+	WaveLabel      = "capctl.io/upgrade-wave"
+	PlainWaveLabel = "upgrade-wave"
+	// ClusterNameLabel ties MachineDeployments and MachinePools to their Cluster.
+	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+	// MaxKubeletSkew is how many minors a kubelet may lag behind the API server (Kubernetes'
+	// version skew policy since v1.28).
+	MaxKubeletSkew = 3
+)
+
+// Step components.
+const (
+	ControlPlane = "ControlPlane"
+	Workers      = "Workers"
+)
+
+var capiGroup = "cluster.x-k8s.io"
+
+// FleetPlan is the Kubernetes upgrade plan of every workload cluster of a management cluster.
+type FleetPlan struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// Waves in upgrade order: numbered waves ascending, then clusters without a wave label.
+	Waves []FleetWave `json:"waves"`
+	// Unplannable clusters, with why.
+	Unplannable []UnplannableCluster `json:"unplannable"`
+}
+
+// FleetWave is the clusters sharing one upgrade-wave label value.
+type FleetWave struct {
+	// Wave is the label value; nil for clusters without the label (they come last).
+	Wave     *int             `json:"wave"`
+	Clusters []ClusterUpgrade `json:"clusters"`
+}
+
+// Name is how the wave is shown: its number, or "-" for clusters without the label.
+func (w FleetWave) Name() string {
+	if w.Wave == nil {
+		return "-"
+	}
+	return strconv.Itoa(*w.Wave)
+}
+
+// ClusterUpgrade is one cluster's path to the target version.
+type ClusterUpgrade struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// ClusterClass is `namespace/name` for clusters with a managed topology.
+	ClusterClass        string `json:"clusterClass,omitempty"`
+	ControlPlaneVersion string `json:"controlPlaneVersion"`
+	// WorkersVersion is the oldest version among the cluster's MachineDeployments and
+	// MachinePools (the control plane version when it has none).
+	WorkersVersion string        `json:"workersVersion"`
+	UpToDate       bool          `json:"upToDate"`
+	Steps          []UpgradeStep `json:"steps"`
+}
+
+// UpgradeStep is one version change of the control plane or of the workers.
+type UpgradeStep struct {
+	Component string `json:"component"` // ControlPlane or Workers
+	// Version is the version to set. When AnyPatch is true it is `vX.Y.x`: the newest patch of
+	// that minor (the ClusterClass does not list versions, so capctl cannot name one).
+	Version  string `json:"version"`
+	AnyPatch bool   `json:"anyPatch,omitempty"`
+}
+
+func (s UpgradeStep) String() string {
+	c := "control plane"
+	if s.Component == Workers {
+		c = "workers"
+	}
+	return c + " " + s.Version
+}
+
+// UnplannableCluster is a cluster capctl cannot plan, and why.
+type UnplannableCluster struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Version   string `json:"version,omitempty"`
+	Wave      string `json:"wave,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// ParseKubernetesVersion checks a target version given by the user: vMAJOR.MINOR.PATCH.
+func ParseKubernetesVersion(v string) (*semver.Version, error) {
+	if !strings.HasPrefix(v, "v") {
+		return nil, fmt.Errorf("kubernetes version %q must start with v, like v1.32.3", v)
+	}
+	sv, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes version %q is not a version like v1.32.3: %v", v, err)
+	}
+	return sv, nil
+}
+
+// ClusterInfo is what the fleet plan needs to know about one cluster.
+type ClusterInfo struct {
+	Namespace, Name string
+	Labels          map[string]string
+	// ClusterClass is `namespace/name` when the cluster has a managed topology.
+	ClusterClass string
+	// ClassVersions is the ClusterClass's spec.kubernetesVersions (nil: not set).
+	ClassVersions []string
+	// ClassMissing is set when the cluster's ClusterClass does not exist.
+	ClassMissing bool
+	// ControlPlaneVersion is spec.topology.version or the control plane's spec.version.
+	ControlPlaneVersion string
+	// VersionProblem explains why ControlPlaneVersion is empty.
+	VersionProblem string
+	// WorkerVersions are the versions of the cluster's MachineDeployments and MachinePools.
+	WorkerVersions []string
+}
+
+// PlanFleet reads every Cluster of the management cluster and plans its upgrade to target.
+func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, target string) (*FleetPlan, error) {
+	if _, err := ParseKubernetesVersion(target); err != nil {
+		return nil, err
+	}
+	infos, err := ReadFleet(ctx, c, mapper)
+	if err != nil {
+		return nil, err
+	}
+	return BuildFleetPlan(infos, target)
+}
+
+// ReadFleet reads the clusters, their ClusterClasses, control planes and workers.
+func ReadFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper) ([]ClusterInfo, error) {
+	clusters, err := listCAPI(ctx, c, "Cluster")
+	if err != nil {
+		if errors.Is(err, errKindNotServed) {
+			return nil, fmt.Errorf("the management cluster does not serve %s/v1beta2 Clusters: install Cluster API with `capctl init` (or point --kubeconfig at the management cluster)", capiGroup)
+		}
+		return nil, err
+	}
+	if len(clusters) == 0 {
+		return nil, nil
+	}
+	classes := map[string][]string{}
+	classFound := map[string]bool{}
+	if items, err := listCAPI(ctx, c, "ClusterClass"); err == nil {
+		for _, cc := range items {
+			key := cc.GetNamespace() + "/" + cc.GetName()
+			classFound[key] = true
+			if v, ok, _ := unstructured.NestedStringSlice(cc.Object, "spec", "kubernetesVersions"); ok {
+				classes[key] = v
+			}
+		}
+	} else if !errors.Is(err, errKindNotServed) {
+		return nil, err
+	}
+	workers := map[string][]string{}
+	for _, kind := range []string{"MachineDeployment", "MachinePool"} {
+		items, err := listCAPI(ctx, c, kind)
+		if errors.Is(err, errKindNotServed) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			cl := it.GetLabels()[ClusterNameLabel]
+			if cl == "" {
+				continue
+			}
+			if v, _, _ := unstructured.NestedString(it.Object, "spec", "template", "spec", "version"); v != "" {
+				key := it.GetNamespace() + "/" + cl
+				workers[key] = append(workers[key], v)
+			}
+		}
+	}
+
+	out := make([]ClusterInfo, 0, len(clusters))
+	for i := range clusters {
+		cl := &clusters[i]
+		info := ClusterInfo{Namespace: cl.GetNamespace(), Name: cl.GetName(), Labels: cl.GetLabels()}
+		info.WorkerVersions = workers[info.Namespace+"/"+info.Name]
+		if topo, ok, _ := unstructured.NestedMap(cl.Object, "spec", "topology"); ok && topo != nil {
+			name, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
+			ns, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "namespace")
+			if ns == "" {
+				ns = info.Namespace
+			}
+			if name != "" {
+				info.ClusterClass = ns + "/" + name
+				info.ClassVersions = classes[info.ClusterClass]
+				info.ClassMissing = !classFound[info.ClusterClass]
+			}
+			info.ControlPlaneVersion, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "version")
+			if info.ControlPlaneVersion == "" {
+				info.VersionProblem = "spec.topology.version is empty"
+			}
+		} else {
+			info.ControlPlaneVersion, info.VersionProblem = controlPlaneVersion(ctx, c, mapper, cl)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+var errKindNotServed = errors.New("kind not served")
+
+func listCAPI(ctx context.Context, c client.Reader, kind string) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: capiGroup, Version: "v1beta2", Kind: kind + "List"})
+	if err := c.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, errKindNotServed
+		}
+		return nil, fmt.Errorf("listing %s/v1beta2 %ss: %w", capiGroup, kind, err)
+	}
+	return list.Items, nil
+}
+
+// controlPlaneVersion reads spec.version of the object spec.controlPlaneRef names (v1beta2:
+// apiGroup/kind/name in the cluster's namespace).
+func controlPlaneVersion(ctx context.Context, c client.Reader, mapper meta.RESTMapper, cl *unstructured.Unstructured) (string, string) {
+	ref, ok, _ := unstructured.NestedStringMap(cl.Object, "spec", "controlPlaneRef")
+	if !ok || ref["name"] == "" || ref["kind"] == "" {
+		return "", "no spec.topology and no spec.controlPlaneRef: the cluster has no Kubernetes version to upgrade"
+	}
+	gk := schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]}
+	if gk.Group == "" && ref["apiVersion"] != "" {
+		if gv, err := schema.ParseGroupVersion(ref["apiVersion"]); err == nil {
+			gk.Group = gv.Group
+		}
+	}
+	m, err := mapper.RESTMapping(gk)
+	if err != nil {
+		return "", fmt.Sprintf("control plane kind %s is not served by the management cluster", gk.String())
+	}
+	cp := &unstructured.Unstructured{}
+	cp.SetGroupVersionKind(m.GroupVersionKind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.GetNamespace(), Name: ref["name"]}, cp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Sprintf("control plane %s %s not found", gk.Kind, ref["name"])
+		}
+		return "", fmt.Sprintf("reading control plane %s %s: %v", gk.Kind, ref["name"], err)
+	}
+	v, _, _ := unstructured.NestedString(cp.Object, "spec", "version")
+	if v == "" {
+		return "", fmt.Sprintf("control plane %s %s has no spec.version", gk.Kind, ref["name"])
+	}
+	return v, ""
+}
+
+// BuildFleetPlan plans every cluster (pure: no cluster access).
+func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
+	tv, err := ParseKubernetesVersion(target)
+	if err != nil {
+		return nil, err
+	}
+	plan := &FleetPlan{KubernetesVersion: target, Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
+	waves := map[string]*FleetWave{}
+	for _, info := range infos {
+		waveStr, wave, werr := clusterWave(info.Labels)
+		cu, reason := planCluster(info, tv)
+		if werr != "" {
+			reason = werr
+		}
+		if reason != "" {
+			plan.Unplannable = append(plan.Unplannable, UnplannableCluster{
+				Namespace: info.Namespace, Name: info.Name, Version: info.ControlPlaneVersion, Wave: waveStr, Reason: reason,
+			})
+			continue
+		}
+		key := "-"
+		if wave != nil {
+			key = strconv.Itoa(*wave)
+		}
+		w := waves[key]
+		if w == nil {
+			w = &FleetWave{Wave: wave}
+			waves[key] = w
+		}
+		w.Clusters = append(w.Clusters, cu)
+	}
+	for _, w := range waves {
+		sort.Slice(w.Clusters, func(i, j int) bool {
+			if w.Clusters[i].Namespace != w.Clusters[j].Namespace {
+				return w.Clusters[i].Namespace < w.Clusters[j].Namespace
+			}
+			return w.Clusters[i].Name < w.Clusters[j].Name
+		})
+		plan.Waves = append(plan.Waves, *w)
+	}
+	sort.Slice(plan.Waves, func(i, j int) bool {
+		a, b := plan.Waves[i].Wave, plan.Waves[j].Wave
+		if a == nil || b == nil {
+			return b == nil && a != nil
+		}
+		return *a < *b
+	})
+	sort.Slice(plan.Unplannable, func(i, j int) bool {
+		if plan.Unplannable[i].Namespace != plan.Unplannable[j].Namespace {
+			return plan.Unplannable[i].Namespace < plan.Unplannable[j].Namespace
+		}
+		return plan.Unplannable[i].Name < plan.Unplannable[j].Name
+	})
+	return plan, nil
+}
+
+// clusterWave reads the wave label: capctl.io/upgrade-wave, else upgrade-wave.
+func clusterWave(labels map[string]string) (string, *int, string) {
+	for _, key := range []string{WaveLabel, PlainWaveLabel} {
+		v, ok := labels[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return v, nil, fmt.Sprintf("label %s=%q is not an integer wave number", key, v)
+		}
+		return v, &n, ""
+	}
+	return "", nil, ""
+}
+
+func parseClusterVersion(v string) (*semver.Version, error) {
+	sv, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
+	if err != nil || !strings.HasPrefix(v, "v") {
+		return nil, fmt.Errorf("version %q is not a Kubernetes version like v1.32.3", v)
+	}
+	return sv, nil
+}
+
+// planCluster returns the cluster's plan, or why it cannot be planned.
+func planCluster(info ClusterInfo, target *semver.Version) (ClusterUpgrade, string) {
+	cu := ClusterUpgrade{Namespace: info.Namespace, Name: info.Name, ClusterClass: info.ClusterClass, ControlPlaneVersion: info.ControlPlaneVersion}
+	if info.VersionProblem != "" {
+		return cu, info.VersionProblem
+	}
+	cur, err := parseClusterVersion(info.ControlPlaneVersion)
+	if err != nil {
+		return cu, "control plane " + err.Error()
+	}
+	// The oldest worker decides when workers must move.
+	wv := cur
+	cu.WorkersVersion = info.ControlPlaneVersion
+	for _, s := range info.WorkerVersions {
+		v, err := parseClusterVersion(s)
+		if err != nil {
+			return cu, "workers' " + err.Error()
+		}
+		if v.LessThan(wv) {
+			wv, cu.WorkersVersion = v, s
+		}
+	}
+	tv := "v" + target.String()
+	switch {
+	case cur.GreaterThan(target):
+		return cu, fmt.Sprintf("the control plane runs %s, newer than %s: Kubernetes cannot be downgraded", info.ControlPlaneVersion, tv)
+	case cur.Major() != target.Major():
+		return cu, fmt.Sprintf("%s to %s changes the major version: there is no supported path", info.ControlPlaneVersion, tv)
+	case wv.Minor()+MaxKubeletSkew < cur.Minor():
+		return cu, fmt.Sprintf("workers at %s are more than %d minors behind the control plane %s: fix the skew first", cu.WorkersVersion, MaxKubeletSkew, info.ControlPlaneVersion)
+	}
+	if info.ClassMissing {
+		return cu, fmt.Sprintf("ClusterClass %s not found", info.ClusterClass)
+	}
+
+	// The control plane's path: one step per minor, then the target.
+	var cpPath []UpgradeStep
+	if info.ClassVersions != nil {
+		listed := map[string]bool{}
+		newest := map[uint64]*semver.Version{} // minor → newest listed version
+		for _, s := range info.ClassVersions {
+			v, err := parseClusterVersion(s)
+			if err != nil {
+				return cu, fmt.Sprintf("ClusterClass %s lists %q in spec.kubernetesVersions, which is not a version", info.ClusterClass, s)
+			}
+			listed["v"+v.String()] = true
+			if v.Major() == target.Major() && (newest[v.Minor()] == nil || v.GreaterThan(newest[v.Minor()])) {
+				newest[v.Minor()] = v
+			}
+		}
+		if !listed["v"+cur.String()] {
+			return cu, fmt.Sprintf("ClusterClass %s does not list the current version %s in spec.kubernetesVersions", info.ClusterClass, info.ControlPlaneVersion)
+		}
+		if !listed[tv] {
+			return cu, fmt.Sprintf("ClusterClass %s does not list %s in spec.kubernetesVersions (it lists %s)", info.ClusterClass, tv, strings.Join(info.ClassVersions, ", "))
+		}
+		for m := cur.Minor() + 1; m < target.Minor(); m++ {
+			v := newest[m]
+			if v == nil {
+				return cu, fmt.Sprintf("ClusterClass %s lists no v%d.%d version, and Kubernetes cannot skip a minor", info.ClusterClass, target.Major(), m)
+			}
+			cpPath = append(cpPath, UpgradeStep{Component: ControlPlane, Version: "v" + v.String()})
+		}
+	} else {
+		for m := cur.Minor() + 1; m < target.Minor(); m++ {
+			cpPath = append(cpPath, UpgradeStep{Component: ControlPlane, Version: fmt.Sprintf("v%d.%d.x", target.Major(), m), AnyPatch: true})
+		}
+	}
+	if !cur.Equal(target) {
+		cpPath = append(cpPath, UpgradeStep{Component: ControlPlane, Version: tv})
+	}
+
+	// Workers follow at the target, or earlier where the control plane would otherwise move more
+	// than MaxKubeletSkew minors ahead of them.
+	cu.Steps = []UpgradeStep{}
+	workerMinor := wv.Minor()
+	cpNow := UpgradeStep{Component: ControlPlane, Version: info.ControlPlaneVersion}
+	for _, s := range cpPath {
+		if minorOf(s.Version) > workerMinor+MaxKubeletSkew {
+			cu.Steps = append(cu.Steps, UpgradeStep{Component: Workers, Version: cpNow.Version, AnyPatch: cpNow.AnyPatch})
+			workerMinor = minorOf(cpNow.Version)
+		}
+		cu.Steps = append(cu.Steps, s)
+		cpNow = s
+	}
+	if !wv.Equal(target) {
+		cu.Steps = append(cu.Steps, UpgradeStep{Component: Workers, Version: tv})
+	}
+	cu.UpToDate = len(cu.Steps) == 0
+	return cu, ""
+}
+
+// minorOf reads the minor of `vX.Y.Z` or `vX.Y.x`.
+func minorOf(v string) uint64 {
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(parts[1], 10, 64)
+	return n
+}
