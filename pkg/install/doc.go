@@ -1,0 +1,26 @@
+// Package install applies provider components (and cert-manager) to a management cluster and waits
+// for them to work. It is shared by `capctl init` and `capctl upgrade apply`.
+//
+// Apply takes the processed objects of one component set (one provider version, or cert-manager)
+// and:
+//
+//   - checks every kind before writing anything: a kind that the API server does not serve and that
+//     no CRD of the same set defines is refused with an error naming kind, object and file;
+//   - applies Namespaces, then CRDs, waits until those CRDs are Established, then applies the rest
+//     in the given order, all with server-side apply (field manager "capctl", conflicts forced:
+//     capctl is the installer of these objects, including ones clusterctl created before);
+//   - with DryRun, sends every request as a server-side dry run (objects whose kinds come from CRDs
+//     that are not installed yet cannot be checked by the server and are reported as such);
+//   - on a failure part-way, returns an *ApplyError that lists what was applied and what was not;
+//     applying again converges, because server-side apply is idempotent.
+//
+// Wait waits for what a set of objects needs to be usable: Deployments Available, and (beyond
+// clusterctl) every webhook Service with a ready endpoint and every cert-manager CA injection done.
+// When it times out it returns a *TimeoutError whose reasons say why (Deployment not available with
+// its condition message, pods Pending or failing with their reasons, webhook Service without
+// endpoints, CA not injected), not only that time ran out.
+//
+// The REST mapper of cluster.Client learns kinds of freshly installed CRDs by itself: on a
+// no-match it re-reads the group's discovery document. Apply retries such no-matches for kinds
+// defined by the CRDs it just installed, because discovery can lag Established by a moment.
+package install
