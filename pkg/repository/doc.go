@@ -1,3 +1,68 @@
-// Package repository owns provider repositories: the provider registry, GitHub and local repository
-// clients, the on-disk cache, version resolution, metadata, and components processing.
+// Package repository owns provider repositories: the provider registry, GitHub and local
+// repository clients, the on-disk cache, version resolution, metadata.yaml, fetching files and
+// components processing. It knows nothing about clusters.
+//
+// # Registry
+//
+// BuiltinProviders is clusterctl v1.14's list (66 providers). NewRegistry(cfg) adds the config
+// file's `providers:` entries, replacing built-ins with the same name and type. Registry.Get (or
+// Client.Provider) returns a Provider{Name, Type, URL} or an *UnknownProviderError listing the
+// closest known names of that type (and the types the name exists under).
+//
+// # Client
+//
+//	c, err := repository.New(cfg, repository.Options{})   // cfg may be nil
+//	p, err := c.Provider("docker", provider.InfrastructureProviderType)
+//	versions, err := c.Versions(ctx, p)                     // newest first
+//	rel, err := c.Resolve(ctx, p, "", repository.ResolveOptions{}) // "" = version in the URL
+//	data, err := c.GetFile(ctx, p, rel.Version, "cluster-template.yaml")
+//
+// Options: HTTPClient, GitHubAPIURL / GitHubDownloadURL (GitHub Enterprise, tests), GitHubToken
+// (default: GITHUB_TOKEN from the environment or the config), CacheDir (default
+// config.CacheDir()/repositories, "-" disables it), VersionsTTL (how long a listed version set is
+// trusted for "latest", default 10m), Offline (no network at all), RetryAttempts/RetryBackoff.
+//
+// Repository URLs (a provider's URL names its components file):
+//   - GitHub: https://github.com/OWNER/REPO/releases/{latest|TAG}/FILE. Versions come from the
+//     releases API (100 releases per call; drafts skipped); files are downloaded by plain HTTPS from
+//     https://github.com/OWNER/REPO/releases/download/TAG/FILE (no API quota), falling back to the
+//     API (release by tag, then the asset) when that fails or a token is set and the plain
+//     download 404s. Network errors and 5xx answers are retried with exponential backoff; 4xx are
+//     not. A used-up rate limit (403/429 with X-RateLimit-Remaining: 0) is a *RateLimitError
+//     naming the reset time and both remedies.
+//   - Local: an absolute path or file:// URL, {basepath}/{provider-label}/{version|latest}/{file};
+//     the provider-label folder must equal the provider's manifest label. Versions are the
+//     sub-folders that parse as semantic versions. ".." is refused everywhere (ErrPathEscape).
+//
+// Files are read from, in order: the overrides folder
+// ({overridesFolder}/{provider-label}/{version}/{file}), the in-memory cache of the run, the disk
+// cache ({CacheDir}/files/github/OWNER/REPO/{version}/{file}), the repository. GitHub version lists
+// are cached in {CacheDir}/versions/github/OWNER/REPO.json with their fetch time.
+//
+// # Versions
+//
+// Resolve(ctx, p, version, ResolveOptions{Pre}) returns a *Release{Provider, Version, Series,
+// Contract, Metadata}:
+//   - "latest" (or a URL saying latest): the newest final release (pre-releases only when none
+//     exists, or with Pre) whose metadata.yaml exists (a tag without a published release is
+//     skipped); when that release's series does not implement CurrentContract (v1beta2), the
+//     newest series that does is used instead, as clusterctl does.
+//   - a pin (v1.14.0 or 1.14.0): used exactly. When its files are in the overrides folder, the
+//     cache or a local repository nothing is listed and no network is used; otherwise only its
+//     metadata.yaml is downloaded. A version that does not exist is a *VersionNotFoundError
+//     (errors.Is ErrNotFound) with the nearest available versions.
+//   - the version's major.minor must be a series of its own metadata.yaml, else an error.
+//
+// IsCompatibleContract tells whether a contract can be used (v1beta2, v1beta1).
+//
+// # Components processing
+//
+// The building blocks, usable on any YAML: ParseYAML (multi-document; errors name the file and the
+// line), InspectTargetNamespace, SetTargetNamespace (namespaced objects, the Namespace object,
+// ServiceAccount subjects of (Cluster)RoleBindings, webhook and CRD conversion services,
+// cert-manager inject-ca-from annotations, Certificate dnsNames), ApplyImageOverrides (`images:`
+// config, `all` < component < component/image), Images, AddLabels (clusterctl.cluster.x-k8s.io
+// and cluster.x-k8s.io/provider) and SortForInstall (Namespaces, then cert-manager.io objects,
+// then file order: clusterctl's order, see its comment for why CRDs-first/webhooks-last is not
+// forced).
 package repository

@@ -1,0 +1,322 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-github/v66/github"
+)
+
+// maxFileSize bounds a downloaded file (the largest upstream components file is ~10 MiB).
+const maxFileSize = 128 << 20
+
+// githubSource is a repository of GitHub release assets. Versions come from the releases API
+// (100 per page: one API call for most providers); files are downloaded by plain HTTPS from
+// {downloadBase}/OWNER/REPO/releases/download/TAG/FILE, which costs no API quota, with the API
+// (release by tag, then the asset) as the fallback.
+type githubSource struct {
+	gh           *github.Client
+	http         *http.Client
+	downloadBase string
+	owner, repo  string
+	rootPath     string
+	hasToken     bool
+
+	mu       sync.Mutex
+	releases map[string]*github.RepositoryRelease // by tag, filled by listing or GetReleaseByTag
+}
+
+func (g *githubSource) String() string   { return fmt.Sprintf("GitHub %s/%s", g.owner, g.repo) }
+func (g *githubSource) cacheKey() string { return path.Join("github", g.owner, g.repo) }
+
+func (g *githubSource) asset(file string) string { return path.Join(g.rootPath, file) }
+
+func (g *githubSource) fileURL(version, file string) string {
+	return fmt.Sprintf("%s/%s/%s/releases/download/%s/%s", strings.TrimRight(g.downloadBase, "/"), g.owner, g.repo, version, g.asset(file))
+}
+
+func (g *githubSource) versions(ctx context.Context) ([]string, error) {
+	what := fmt.Sprintf("listing releases of %s/%s", g.owner, g.repo)
+	opts := &github.ListOptions{PerPage: 100}
+	var out []string
+	rels := map[string]*github.RepositoryRelease{}
+	for {
+		page, resp, err := g.gh.Repositories.ListReleases(ctx, g.owner, g.repo, opts)
+		if err != nil {
+			return nil, githubError(what, err)
+		}
+		for _, r := range page {
+			// A draft is not published: its tag has no downloadable release yet.
+			if r.GetDraft() {
+				continue
+			}
+			tag := r.GetTagName()
+			if _, err := semver.NewVersion(tag); err != nil {
+				continue
+			}
+			out = append(out, tag)
+			rels[tag] = r
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	g.mu.Lock()
+	if g.releases == nil {
+		g.releases = map[string]*github.RepositoryRelease{}
+	}
+	for k, v := range rels {
+		g.releases[k] = v
+	}
+	g.mu.Unlock()
+	return out, nil
+}
+
+func (g *githubSource) getFile(ctx context.Context, version, file string) ([]byte, error) {
+	u := g.fileURL(version, file)
+	data, status, err := g.download(ctx, u)
+	if err == nil {
+		return data, nil
+	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return nil, err
+	}
+	if status == http.StatusNotFound && !g.hasToken {
+		// As clusterctl: a plain 404 is final (no release, or no such asset).
+		return nil, fmt.Errorf("%s: %w", u, ErrNotFound)
+	}
+	// Private repositories and flaky downloads: try the API with the token.
+	data, apiErr := g.getFileByAPI(ctx, version, file)
+	if apiErr == nil {
+		return data, nil
+	}
+	if errors.Is(apiErr, ErrNotFound) || errors.As(apiErr, &rl) {
+		return nil, apiErr
+	}
+	return nil, fmt.Errorf("downloading %s: %v; through the GitHub API: %w", u, err, apiErr)
+}
+
+// download GETs u; status is the HTTP status when a response arrived.
+func (g *githubSource) download(ctx context.Context, u string) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := g.http.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		if isRateLimited(resp) {
+			return nil, resp.StatusCode, rateLimitFromHeaders("downloading "+u, resp.Header)
+		}
+		return nil, resp.StatusCode, fmt.Errorf("server answered %s", resp.Status)
+	}
+	data, err := readLimited(resp.Body)
+	if err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("reading %s: %w", u, err)
+	}
+	return data, resp.StatusCode, nil
+}
+
+func (g *githubSource) release(ctx context.Context, version string) (*github.RepositoryRelease, error) {
+	g.mu.Lock()
+	r := g.releases[version]
+	g.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	r, _, err := g.gh.Repositories.GetReleaseByTag(ctx, g.owner, g.repo, version)
+	if err != nil {
+		return nil, githubError(fmt.Sprintf("getting release %s of %s/%s", version, g.owner, g.repo), err)
+	}
+	g.mu.Lock()
+	if g.releases == nil {
+		g.releases = map[string]*github.RepositoryRelease{}
+	}
+	g.releases[version] = r
+	g.mu.Unlock()
+	return r, nil
+}
+
+func (g *githubSource) getFileByAPI(ctx context.Context, version, file string) ([]byte, error) {
+	r, err := g.release(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	name := g.asset(file)
+	var id int64
+	for _, a := range r.Assets {
+		if a.GetName() == name {
+			id = a.GetID()
+			break
+		}
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("release %s of %s/%s has no asset %s: %w", version, g.owner, g.repo, name, ErrNotFound)
+	}
+	rc, _, err := g.gh.Repositories.DownloadReleaseAsset(ctx, g.owner, g.repo, id, g.http)
+	if err != nil {
+		return nil, githubError(fmt.Sprintf("downloading asset %s of release %s of %s/%s", name, version, g.owner, g.repo), err)
+	}
+	defer rc.Close()
+	return readLimited(rc)
+}
+
+func (g *githubSource) listFiles(ctx context.Context, version string) ([]string, error) {
+	r, err := g.release(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	prefix := ""
+	if g.rootPath != "" {
+		prefix = g.rootPath + "/"
+	}
+	for _, a := range r.Assets {
+		n := a.GetName()
+		if prefix != "" {
+			if !strings.HasPrefix(n, prefix) {
+				continue
+			}
+			n = strings.TrimPrefix(n, prefix)
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func readLimited(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("file larger than %d MiB", maxFileSize>>20)
+	}
+	return data, nil
+}
+
+// RateLimitError says GitHub refused a request because the rate limit is used up.
+type RateLimitError struct {
+	What  string    // what capctl was doing
+	Reset time.Time // when the limit resets (zero if GitHub did not say)
+}
+
+func (e *RateLimitError) Error() string {
+	when := "in up to an hour"
+	if !e.Reset.IsZero() {
+		when = fmt.Sprintf("at %s (in %s)", e.Reset.UTC().Format("15:04:05 MST"), time.Until(e.Reset).Round(time.Second))
+	}
+	return fmt.Sprintf("GitHub API rate limit reached while %s; it resets %s. "+
+		"Either set GITHUB_TOKEN (environment, or github-token in the config file) to get a higher limit, "+
+		"or work without GitHub: pin versions whose files are already in the cache, or point the provider at a local repository (see `capctl repository mirror`)",
+		e.What, when)
+}
+
+func isRateLimited(resp *http.Response) bool {
+	return (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) &&
+		resp.Header.Get("X-RateLimit-Remaining") == "0"
+}
+
+func rateLimitFromHeaders(what string, h http.Header) *RateLimitError {
+	e := &RateLimitError{What: what}
+	if s := h.Get("X-RateLimit-Reset"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			e.Reset = time.Unix(n, 0)
+		}
+	}
+	return e
+}
+
+// githubError turns go-github errors into capctl's: rate limits, not-found, bad credentials.
+func githubError(what string, err error) error {
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		return &RateLimitError{What: what, Reset: rl.Rate.Reset.Time}
+	}
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		e := &RateLimitError{What: what}
+		if abuse.RetryAfter != nil {
+			e.Reset = time.Now().Add(*abuse.RetryAfter)
+		}
+		return e
+	}
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		switch {
+		case isRateLimited(er.Response):
+			return rateLimitFromHeaders(what, er.Response.Header)
+		case er.Response.StatusCode == http.StatusNotFound:
+			return fmt.Errorf("%s: %w", what, ErrNotFound)
+		case er.Response.StatusCode == http.StatusUnauthorized:
+			return fmt.Errorf("%s: GitHub rejected the credentials (401); check GITHUB_TOKEN", what)
+		default:
+			return fmt.Errorf("%s: GitHub answered %d: %s", what, er.Response.StatusCode, er.Message)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// retryTransport retries GET requests on network errors and 5xx answers with exponential backoff;
+// 4xx answers are final and returned at once.
+type retryTransport struct {
+	base     http.RoundTripper
+	attempts int
+	backoff  time.Duration
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return base.RoundTrip(req)
+	}
+	wait := t.backoff
+	var lastErr error
+	for i := 0; ; i++ {
+		resp, err := base.RoundTrip(req)
+		switch {
+		case err == nil && resp.StatusCode < 500:
+			return resp, nil
+		case err == nil:
+			lastErr = fmt.Errorf("server answered %s", resp.Status)
+			if i+1 >= t.attempts {
+				return resp, nil
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+		default:
+			lastErr = err
+			if req.Context().Err() != nil || i+1 >= t.attempts {
+				if i > 0 {
+					return nil, fmt.Errorf("failed after %d attempts: %w", i+1, lastErr)
+				}
+				return nil, err
+			}
+		}
+		select {
+		case <-req.Context().Done():
+			return nil, fmt.Errorf("%w (last error: %v)", req.Context().Err(), lastErr)
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}

@@ -1,0 +1,105 @@
+package repository
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// CurrentContract is the Cluster API contract capctl (like clusterctl v1.14) implements.
+const CurrentContract = "v1beta2"
+
+// MetadataFile is the name of the metadata file of every provider release.
+const MetadataFile = "metadata.yaml"
+
+// metadataAPIVersion is the only apiVersion clusterctl v1.14 accepts for metadata.yaml.
+const metadataAPIVersion = "clusterctl.cluster.x-k8s.io/v1alpha3"
+
+// Metadata is a provider release's metadata.yaml.
+type Metadata struct {
+	APIVersion    string          `json:"apiVersion"`
+	Kind          string          `json:"kind"`
+	ReleaseSeries []ReleaseSeries `json:"releaseSeries"`
+}
+
+// ReleaseSeries maps a major.minor series to the contract it implements.
+type ReleaseSeries struct {
+	Major    int32  `json:"major"`
+	Minor    int32  `json:"minor"`
+	Contract string `json:"contract"`
+}
+
+func (s ReleaseSeries) String() string {
+	return fmt.Sprintf("v%d.%d (%s)", s.Major, s.Minor, s.Contract)
+}
+
+// ParseMetadata decodes and validates metadata.yaml as clusterctl v1.14 does.
+func ParseMetadata(data []byte) (*Metadata, error) {
+	var m Metadata
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		// Unknown fields are tolerated (future additions); only malformed YAML is fatal.
+		if err2 := yaml.Unmarshal(data, &m); err2 != nil {
+			return nil, fmt.Errorf("metadata is not valid YAML: %w", err2)
+		}
+	}
+	if m.APIVersion != metadataAPIVersion {
+		return nil, fmt.Errorf("metadata apiVersion is %q, want %q", m.APIVersion, metadataAPIVersion)
+	}
+	if m.Kind != "" && m.Kind != "Metadata" {
+		return nil, fmt.Errorf("metadata kind is %q, want Metadata", m.Kind)
+	}
+	if len(m.ReleaseSeries) == 0 {
+		return nil, errors.New("metadata lists no releaseSeries")
+	}
+	return &m, nil
+}
+
+// SeriesFor returns the release series of version (exact major.minor match).
+func (m *Metadata) SeriesFor(version string) (ReleaseSeries, error) {
+	v, err := semver.NewVersion(version)
+	if err != nil {
+		return ReleaseSeries{}, fmt.Errorf("version %q is not a semantic version: %w", version, err)
+	}
+	for _, s := range m.ReleaseSeries {
+		if uint64(s.Major) == v.Major() && uint64(s.Minor) == v.Minor() {
+			return s, nil
+		}
+	}
+	have := make([]string, 0, len(m.ReleaseSeries))
+	for _, s := range m.ReleaseSeries {
+		have = append(have, fmt.Sprintf("v%d.%d", s.Major, s.Minor))
+	}
+	return ReleaseSeries{}, fmt.Errorf("version %s is not in any release series of its metadata.yaml (series: %s)", version, strings.Join(have, ", "))
+}
+
+// LatestSeriesForContract returns the newest series implementing contract.
+func (m *Metadata) LatestSeriesForContract(contract string) (ReleaseSeries, bool) {
+	var best ReleaseSeries
+	found := false
+	for _, s := range m.ReleaseSeries {
+		if s.Contract != contract {
+			continue
+		}
+		if !found || s.Major > best.Major || (s.Major == best.Major && s.Minor > best.Minor) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// CompatibleContracts are the provider contracts capctl accepts: v1beta2, and v1beta1 until it
+// reaches end of life (clusterctl v1.14 behaves the same).
+var CompatibleContracts = []string{"v1beta2", "v1beta1"}
+
+// IsCompatibleContract reports whether a provider implementing contract can be used.
+func IsCompatibleContract(contract string) bool {
+	for _, c := range CompatibleContracts {
+		if c == contract {
+			return true
+		}
+	}
+	return false
+}
