@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
+
+	deletion "github.com/capctl/capctl/pkg/delete"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+func init() { registerCommand(newDeleteCmd) }
+
+type deleteOptions struct {
+	core, bootstrap, controlPlane, infrastructure, ipam, runtimeExtension, addon []string
+
+	all, includeNamespace, includeCRD, includeCertManager, yes, dryRun bool
+
+	opts deletion.Options
+}
+
+func newDeleteCmd(f *factory) *cobra.Command {
+	o := &deleteOptions{}
+	cmd := &cobra.Command{
+		GroupID: groupManagement,
+		Use:     "delete [providers] [--all]",
+		Short:   "Delete providers from the management cluster",
+		Long: strings.TrimSpace(`
+Delete provider components from the management cluster, with their inventory entries.
+
+To protect what users created, the providers' namespaces and CRDs (and so every object of those
+CRDs) are kept unless --include-namespace / --include-crd say otherwise; --include-crd is refused
+while objects of the CRDs exist. cert-manager is kept unless --include-cert-manager is given, capctl
+or clusterctl installed it, and nothing else needs it.
+
+capctl prints what will be deleted and asks for confirmation; pass --yes where nobody can answer.`),
+		Example: strings.TrimSpace(`
+  # Delete the docker infrastructure provider, keeping its namespace and CRDs
+  capctl delete --infrastructure docker
+
+  # Delete every provider, their namespaces and CRDs, and cert-manager, without asking
+  capctl delete --all --include-namespace --include-crd --include-cert-manager --yes`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.core, "core", nil, "Core provider to delete ([namespace/]cluster-api[:version])")
+	fl.StringSliceVarP(&o.bootstrap, "bootstrap", "b", nil, "Bootstrap providers to delete ([namespace/]name[:version], comma-separated or repeated)")
+	fl.StringSliceVarP(&o.controlPlane, "control-plane", "c", nil, "Control plane providers to delete ([namespace/]name[:version])")
+	fl.StringSliceVarP(&o.infrastructure, "infrastructure", "i", nil, "Infrastructure providers to delete ([namespace/]name[:version])")
+	fl.StringSliceVar(&o.ipam, "ipam", nil, "IPAM providers to delete ([namespace/]name[:version])")
+	fl.StringSliceVar(&o.runtimeExtension, "runtime-extension", nil, "Runtime extension providers to delete ([namespace/]name[:version])")
+	fl.StringSliceVar(&o.addon, "addon", nil, "Add-on providers to delete ([namespace/]name[:version])")
+	fl.BoolVar(&o.all, "all", false, "Delete every provider in the inventory")
+	fl.BoolVar(&o.includeNamespace, "include-namespace", false, "Also delete the providers' namespaces, with EVERYTHING in them")
+	fl.BoolVar(&o.includeCRD, "include-crd", false, "Also delete the providers' CRDs (refused while objects of those CRDs exist)")
+	fl.BoolVar(&o.includeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
+	fl.BoolVarP(&o.yes, "yes", "y", false, "Delete without asking for confirmation")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted and stop")
+	return cmd
+}
+
+// complete turns flags into deletion options and validates them, before any cluster call.
+func (o *deleteOptions) complete() error {
+	o.opts = deletion.Options{
+		All: o.all, IncludeNamespace: o.includeNamespace, IncludeCRD: o.includeCRD, IncludeCertManager: o.includeCertManager,
+	}
+	for _, g := range []struct {
+		t    provider.Type
+		refs []string
+	}{
+		{provider.CoreProviderType, o.core}, {provider.BootstrapProviderType, o.bootstrap},
+		{provider.ControlPlaneProviderType, o.controlPlane}, {provider.InfrastructureProviderType, o.infrastructure},
+		{provider.IPAMProviderType, o.ipam}, {provider.RuntimeExtensionProviderType, o.runtimeExtension},
+		{provider.AddonProviderType, o.addon},
+	} {
+		for _, s := range g.refs {
+			ref, err := provider.ParseReference(s, true)
+			if err != nil {
+				return usageErrorf("%s: %v", g.t.Flag(), err)
+			}
+			if ref.Version == "latest" {
+				return usageErrorf("%s %s: give the installed version or none", g.t.Flag(), s)
+			}
+			o.opts.Providers = append(o.opts.Providers, deletion.Selection{Type: g.t, Name: ref.Name, Namespace: ref.Namespace, Version: ref.Version})
+		}
+	}
+	if err := o.opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func (o *deleteOptions) run(ctx context.Context, f *factory) error {
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := deletion.BuildPlan(ctx, c, o.opts)
+	if err != nil {
+		return err
+	}
+	renderDeletePlan(f.IO.Out, plan)
+	if o.dryRun {
+		fmt.Fprintln(f.IO.ErrOut, "Dry run: nothing was deleted.")
+		return nil
+	}
+	if !o.yes {
+		if !f.IO.IsStdinTTY() {
+			return fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes to delete the objects listed above")
+		}
+		ok, err := confirm(f.IO.In, f.IO.ErrOut, fmt.Sprintf("Delete %d object(s) and %d inventory entr%s? [y/N]: ", plan.Total(), len(plan.Providers), plural(len(plan.Providers), "y", "ies")))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("aborted: nothing was deleted")
+		}
+	}
+	log := f.Logger()
+	res, err := deletion.Apply(ctx, c, plan, 0, func(done, total int, obj deletion.Object, err error) {
+		if err != nil {
+			log.Info("Failed to delete", "object", obj.String(), "error", err.Error())
+			return
+		}
+		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
+	})
+	if res != nil {
+		for _, p := range res.InventoryRemoved {
+			fmt.Fprintf(f.IO.Out, "Deleted provider %s %s from namespace %s\n", p.ManifestLabel(), p.Version, p.Namespace)
+		}
+		if plan.CertManager.Deleted && err == nil {
+			fmt.Fprintln(f.IO.Out, "Deleted cert-manager")
+		}
+		fmt.Fprintf(f.IO.ErrOut, "%d object(s) deleted, %d already gone\n", res.Deleted, res.AlreadyGone)
+	}
+	return err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// confirm asks a yes/no question on a terminal.
+func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+	fmt.Fprint(out, question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		if err == io.EOF {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+// renderDeletePlan prints one row per provider (what goes, what stays), the objects per kind,
+// cert-manager's fate and any warnings.
+func renderDeletePlan(w io.Writer, plan *deletion.Plan) {
+	t := tablewriter.NewWriter(w)
+	t.Header("PROVIDER", "TYPE", "VERSION", "NAMESPACE", "OBJECTS TO DELETE", "CRDS")
+	for _, pp := range plan.Providers {
+		crds := "kept"
+		if n := len(pp.KeptCRDs); n > 0 {
+			crds = fmt.Sprintf("%d kept", n)
+		}
+		nCRD := 0
+		for _, o := range pp.Delete {
+			if o.Kind == "CustomResourceDefinition" {
+				nCRD++
+			}
+		}
+		if nCRD > 0 {
+			crds = fmt.Sprintf("%d deleted", nCRD)
+		}
+		ns := pp.Namespace + " (kept)"
+		if pp.NamespaceDeleted {
+			ns = pp.Namespace + " (deleted with all its contents)"
+		}
+		_ = t.Append(pp.Provider.ManifestLabel(), string(pp.Provider.Type), pp.Provider.Version, ns, kindCounts(pp.Delete), crds)
+	}
+	_ = t.Render()
+	if plan.CertManager.Deleted {
+		fmt.Fprintf(w, "cert-manager: deleted (%s)\n", kindCounts(plan.CertManager.Delete))
+	} else {
+		fmt.Fprintf(w, "cert-manager: %s\n", plan.CertManager.Reason)
+	}
+	for _, pp := range plan.Providers {
+		for _, o := range pp.KeptClusterScoped {
+			fmt.Fprintf(w, "kept %s: %s has several instances and the name is not prefixed with its namespace\n", o, pp.Provider.ManifestLabel())
+		}
+	}
+	if len(plan.Remaining) > 0 {
+		var s []string
+		for _, p := range plan.Remaining {
+			s = append(s, p.Namespace+"/"+p.ManifestLabel())
+		}
+		fmt.Fprintf(w, "Providers that stay installed: %s\n", strings.Join(s, ", "))
+	}
+	for _, warn := range plan.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warn)
+	}
+}
+
+// kindCounts summarises objects as "Deployment 1, Service 2" in deletion order of first appearance.
+func kindCounts(objs []deletion.Object) string {
+	if len(objs) == 0 {
+		return "none"
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, o := range objs {
+		if counts[o.Kind] == 0 {
+			order = append(order, o.Kind)
+		}
+		counts[o.Kind]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}

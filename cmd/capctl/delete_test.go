@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+// runCapctlTTY runs capctl as if a person sat at a terminal and typed stdin.
+func runCapctlTTY(stdin string, args ...string) (stdout, stderr string, code int) {
+	io, in, out, errOut := iostreams.Test()
+	io.SetTTY(true, true, true)
+	in.WriteString(stdin)
+	code = runContext(context.Background(), args, io)
+	return out.String(), errOut.String(), code
+}
+
+func createYAMLFile(t *testing.T, c client.Client, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(context.Background(), u); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+func TestDeleteCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	// Validation happens before any cluster call.
+	_, errOut, code := runCapctl(t, "delete", "--kubeconfig", "/nonexistent")
+	if code == 0 || !strings.Contains(errOut, "should be specified or the --all flag should be set") || !strings.Contains(errOut, "Usage:") {
+		t.Fatalf("no provider: %d %s", code, errOut)
+	}
+	_, errOut, code = runCapctl(t, "delete", "--all", "-i", "docker", "--kubeconfig", "/nonexistent")
+	if code == 0 || !strings.Contains(errOut, "--all cannot be combined") {
+		t.Fatalf("--all with provider: %d %s", code, errOut)
+	}
+
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	createYAMLFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "delete", "testdata", "components.yaml"))
+	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []inventory.Provider{
+		inventory.New("cluster-api", provider.CoreProviderType, "v1.14.0", "capi-system"),
+		inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
+	} {
+		if err := inventory.Write(ctx, env.Client, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capdAlive := func() bool {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "capd-system", Name: "capd-controller-manager"}, &appsv1.Deployment{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	kc := []string{"--kubeconfig", env.Kubeconfig}
+
+	out, errOut, code := runCapctl(t, append([]string{"delete", "-i", "docker", "--dry-run"}, kc...)...)
+	if code != 0 || !strings.Contains(out, "infrastructure-docker") || !strings.Contains(out, "Deployment 1") ||
+		!strings.Contains(out, "capd-system (kept)") || !strings.Contains(out, "cert-manager: kept") || !capdAlive() {
+		t.Fatalf("dry run: %d\n%s\n%s", code, out, errOut)
+	}
+	// No terminal, no --yes: refuse.
+	_, errOut, code = runCapctl(t, append([]string{"delete", "-i", "docker"}, kc...)...)
+	if code == 0 || !strings.Contains(errOut, "pass --yes") || !capdAlive() {
+		t.Fatalf("non-terminal: %d %s", code, errOut)
+	}
+	// A terminal answering no.
+	_, errOut, code = runCapctlTTY("n\n", append([]string{"delete", "-i", "docker"}, kc...)...)
+	if code == 0 || !strings.Contains(errOut, "[y/N]") || !strings.Contains(errOut, "aborted") || !capdAlive() {
+		t.Fatalf("answer no: %d %s", code, errOut)
+	}
+	// A wrong version is refused.
+	_, errOut, code = runCapctl(t, append([]string{"delete", "-i", "docker:v1.13.0", "--yes"}, kc...)...)
+	if code == 0 || !strings.Contains(errOut, "installed at version v1.14.0") || !capdAlive() {
+		t.Fatalf("wrong version: %d %s", code, errOut)
+	}
+	// A terminal answering yes.
+	out, errOut, code = runCapctlTTY("y\n", append([]string{"delete", "-i", "docker"}, kc...)...)
+	if code != 0 || !strings.Contains(out, "Deleted provider infrastructure-docker v1.14.0 from namespace capd-system") || capdAlive() {
+		t.Fatalf("answer yes: %d\n%s\n%s", code, out, errOut)
+	}
+	items, err := inventory.List(ctx, env.Client)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("inventory: %+v %v", items, err)
+	}
+	// --yes, for scripts.
+	out, errOut, code = runCapctl(t, append([]string{"delete", "--all", "--yes"}, kc...)...)
+	if code != 0 || !strings.Contains(out, "Deleted provider cluster-api") {
+		t.Fatalf("--all --yes: %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,751 @@
+package deletion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+// Labels and names clusterctl uses for cert-manager.
+const (
+	CertManagerCoreValue = "cert-manager"
+	CertManagerNamespace = "cert-manager"
+)
+
+// certManagerGroups are the API groups of cert-manager's own custom resources.
+var certManagerGroups = map[string]bool{"cert-manager.io": true, "acme.cert-manager.io": true}
+
+// Selection names a provider to delete, as typed on the command line.
+type Selection struct {
+	Type      provider.Type
+	Name      string
+	Namespace string // optional: needed only when several instances exist
+	Version   string // optional: must equal the installed version
+}
+
+func (s Selection) String() string {
+	r := provider.Reference{Namespace: s.Namespace, Name: s.Name, Version: s.Version}
+	return fmt.Sprintf("%s %s", s.Type.Flag(), r)
+}
+
+// Options choose what to delete.
+type Options struct {
+	Providers []Selection
+	// All deletes every provider of the inventory.
+	All bool
+	// IncludeNamespace deletes the providers' namespaces (and so everything in them).
+	IncludeNamespace bool
+	// IncludeCRD deletes the providers' CRDs; refused while objects of those CRDs exist.
+	IncludeCRD bool
+	// IncludeCertManager deletes cert-manager too, when capctl or clusterctl installed it and no
+	// remaining provider or object needs it.
+	IncludeCertManager bool
+	// Concurrency bounds parallel LISTs and DELETEs (default 8).
+	Concurrency int
+}
+
+// Object is one object that will be deleted or is kept.
+type Object struct {
+	GVK       schema.GroupVersionKind `json:"-"`
+	Kind      string                  `json:"kind"`
+	Namespace string                  `json:"namespace,omitempty"`
+	Name      string                  `json:"name"`
+}
+
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// ProviderPlan is what happens to one provider.
+type ProviderPlan struct {
+	Provider inventory.Provider `json:"provider"`
+	// Delete lists the components to delete, in deletion order.
+	Delete []Object `json:"delete"`
+	// KeptCRDs are the provider's CRDs that stay (no --include-crd).
+	KeptCRDs []string `json:"keptCRDs,omitempty"`
+	// Namespace is the provider namespace; NamespaceDeleted says whether it goes.
+	Namespace        string `json:"namespace"`
+	NamespaceDeleted bool   `json:"namespaceDeleted"`
+	// KeptClusterScoped are cluster-wide objects with the provider's label that stay because
+	// another instance of the same provider may own them.
+	KeptClusterScoped []Object `json:"keptClusterScoped,omitempty"`
+}
+
+// CertManagerPlan is what happens to cert-manager.
+type CertManagerPlan struct {
+	// Deleted tells whether cert-manager goes; Reason says why it stays otherwise.
+	Deleted bool     `json:"deleted"`
+	Reason  string   `json:"reason,omitempty"`
+	Delete  []Object `json:"delete,omitempty"`
+}
+
+// Plan is everything delete will do, computed without writing anything.
+type Plan struct {
+	Providers   []ProviderPlan  `json:"providers"`
+	CertManager CertManagerPlan `json:"certManager"`
+	// Remaining are the inventory entries that stay installed.
+	Remaining []inventory.Provider `json:"remaining,omitempty"`
+	// Warnings are types that could not be listed (their objects, if any, are not deleted).
+	Warnings []string `json:"warnings,omitempty"`
+	// ListedTypes is how many API types were listed to find the components.
+	ListedTypes int `json:"listedTypes"`
+}
+
+// Total is the number of objects the plan deletes (inventory entries not counted).
+func (p *Plan) Total() int {
+	n := len(p.CertManager.Delete)
+	for _, pp := range p.Providers {
+		n += len(pp.Delete)
+	}
+	return n
+}
+
+// ExistingObjectsError is the --include-crd refusal: objects of the CRDs still exist.
+type ExistingObjectsError struct {
+	// Counts maps provider manifest label → kind → number of objects.
+	Counts map[string]map[string]int
+}
+
+func (e *ExistingObjectsError) Error() string {
+	var parts []string
+	for _, p := range sortedKeys(e.Counts) {
+		var kinds []string
+		for _, k := range sortedKeys(e.Counts[p]) {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, e.Counts[p][k]))
+		}
+		parts = append(parts, fmt.Sprintf("%q: [%s]", p, strings.Join(kinds, ", ")))
+	}
+	return fmt.Sprintf("found existing objects for provider CRDs %s. Please delete these objects first before running capctl delete with --include-crd (or run it without --include-crd to keep the CRDs and their objects)",
+		strings.Join(parts, "; "))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Validate checks options that need no cluster.
+func (o Options) Validate() error {
+	if o.All && len(o.Providers) > 0 {
+		return errors.New("--all cannot be combined with provider flags: delete every provider with --all, or name them")
+	}
+	if !o.All && len(o.Providers) == 0 {
+		return errors.New("at least one of --core, --bootstrap, --control-plane, --infrastructure, --ipam, --runtime-extension, --addon should be specified or the --all flag should be set")
+	}
+	for _, s := range o.Providers {
+		if !s.Type.Valid() {
+			return fmt.Errorf("invalid provider type %q", s.Type)
+		}
+		if s.Type == provider.CoreProviderType && s.Name != provider.CoreProviderName {
+			return fmt.Errorf("the core provider is named %q, not %q", provider.CoreProviderName, s.Name)
+		}
+	}
+	return nil
+}
+
+// resolve picks the inventory entries the selections name.
+func resolve(items []inventory.Provider, opts Options) ([]inventory.Provider, error) {
+	if len(items) == 0 {
+		return nil, errors.New("no providers are installed in this management cluster (the inventory is empty); nothing to delete")
+	}
+	if opts.All {
+		return append([]inventory.Provider(nil), items...), nil
+	}
+	installed := func() string {
+		var s []string
+		for _, p := range items {
+			s = append(s, fmt.Sprintf("%s (%s, %s in %s)", p.ManifestLabel(), p.Type, p.Version, p.Namespace))
+		}
+		return strings.Join(s, ", ")
+	}
+	var out []inventory.Provider
+	seen := map[string]bool{}
+	for _, s := range opts.Providers {
+		matches := inventory.Find(items, s.Name, s.Type)
+		if s.Namespace != "" {
+			var inNS []inventory.Provider
+			for _, m := range matches {
+				if m.Namespace == s.Namespace {
+					inNS = append(inNS, m)
+				}
+			}
+			matches = inNS
+		}
+		switch {
+		case len(matches) == 0:
+			return nil, fmt.Errorf("provider %s is not installed (installed: %s)", s, installed())
+		case len(matches) > 1:
+			var nss []string
+			for _, m := range matches {
+				nss = append(nss, m.Namespace)
+			}
+			return nil, fmt.Errorf("failed to identify the namespace for the %q provider: it is installed in %s; name one as namespace/%s", s.Name, strings.Join(nss, ", "), s.Name)
+		}
+		m := matches[0]
+		if s.Version != "" && s.Version != m.Version {
+			return nil, fmt.Errorf("provider %s is installed at version %s, not %s: omit the version or give the installed one", s, m.Version, s.Version)
+		}
+		key := m.Namespace + "/" + m.Name
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, m)
+		}
+	}
+	provider.SortByTypeThenName(out, func(p inventory.Provider) provider.Type { return p.Type }, func(p inventory.Provider) string { return p.ProviderName })
+	return out, nil
+}
+
+type apiType struct {
+	gvk        schema.GroupVersionKind
+	resource   string
+	namespaced bool
+}
+
+// listedObject is an object found by the component search (metadata only).
+type listedObject struct {
+	Object
+	labels     map[string]string
+	namespaced bool
+}
+
+// BuildPlan reads the management cluster and works out what delete would do. It writes nothing.
+// Requests: the inventory, one discovery, one CRD LIST, one metadata LIST per listable type (in
+// parallel), and with --include-crd one metadata LIST per CRD of the selected providers.
+func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	items, err := inventory.List(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	selected, err := resolve(items, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{}
+	byLabel := map[string]inventory.Provider{}
+	instances := map[string]int{}
+	for _, p := range items {
+		instances[p.ManifestLabel()]++
+	}
+	for _, p := range selected {
+		byLabel[p.ManifestLabel()] = p
+	}
+	for _, p := range items {
+		if _, ok := byLabel[p.ManifestLabel()]; !ok || byLabel[p.ManifestLabel()].Namespace != p.Namespace {
+			plan.Remaining = append(plan.Remaining, p)
+		}
+	}
+
+	// Provider CRDs: their kinds are not components (excluded from the search), and they are the
+	// CRDs --include-crd deletes.
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
+		return nil, fmt.Errorf("listing provider CRDs: %w", err)
+	}
+	excluded := map[schema.GroupResource]bool{{Group: inventory.Group, Resource: "providers"}: true}
+	for _, crd := range crds.Items {
+		excluded[schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}] = true
+	}
+
+	if opts.IncludeCRD {
+		if err := checkNoObjects(ctx, c, crds.Items, byLabel, opts.concurrency()); err != nil {
+			return nil, err
+		}
+	}
+
+	types, warnings, err := listableTypes(c.Discovery, excluded)
+	if err != nil {
+		return nil, err
+	}
+	plan.Warnings = append(plan.Warnings, warnings...)
+	plan.ListedTypes = len(types)
+
+	sel, err := componentSelector(selected, opts.IncludeCertManager)
+	if err != nil {
+		return nil, err
+	}
+	found, warnings := listAll(ctx, c, types, sel, opts.concurrency())
+	plan.Warnings = append(plan.Warnings, warnings...)
+
+	// Sort components to their provider, applying clusterctl's keep rules.
+	plans := map[string]*ProviderPlan{}
+	for _, p := range selected {
+		plans[p.ManifestLabel()] = &ProviderPlan{Provider: p, Namespace: p.Namespace}
+	}
+	// With --include-namespace the namespace takes its contents with it, but only a Namespace
+	// labelled as the provider's is deleted (as clusterctl does); otherwise objects go one by one.
+	if opts.IncludeNamespace {
+		for _, o := range found {
+			pp, ok := plans[o.labels[inventory.ProviderLabel]]
+			if ok && o.GVK.Group == "" && o.GVK.Kind == "Namespace" && o.Name == pp.Namespace && o.labels[inventory.CoreLabel] == "" {
+				pp.NamespaceDeleted = true
+			}
+		}
+	}
+	var certManagerObjs []listedObject
+	for _, o := range found {
+		if o.labels[inventory.CoreLabel] == CertManagerCoreValue {
+			certManagerObjs = append(certManagerObjs, o)
+			continue
+		}
+		pp, ok := plans[o.labels[inventory.ProviderLabel]]
+		if !ok {
+			continue // another provider's component
+		}
+		ns := pp.Provider.Namespace
+		switch {
+		case o.namespaced:
+			if o.Namespace != ns {
+				continue // labelled like the provider but outside its namespace: not ours
+			}
+			if pp.NamespaceDeleted {
+				continue // goes with the namespace
+			}
+		case o.GVK.Kind == "CustomResourceDefinition" && o.GVK.Group == apiextensionsv1.GroupName:
+			if !opts.IncludeCRD {
+				pp.KeptCRDs = append(pp.KeptCRDs, o.Name)
+				continue
+			}
+		case o.GVK.Kind == "Namespace" && o.GVK.Group == "":
+			if o.Name != ns || !pp.NamespaceDeleted {
+				continue
+			}
+		case isWebhookConfiguration(o.GVK):
+			// Webhooks go with the controller that serves them: always deleted.
+		default:
+			// Cluster-wide objects (ClusterRoles, bindings, ...): clusterctl deletes only those
+			// prefixed with the namespace (a legacy of multi-instance installs). When the provider has
+			// a single instance its label identifies them unambiguously, so capctl deletes them too.
+			if !strings.HasPrefix(o.Name, ns+"-") && instances[pp.Provider.ManifestLabel()] > 1 {
+				pp.KeptClusterScoped = append(pp.KeptClusterScoped, o.Object)
+				continue
+			}
+		}
+		pp.Delete = append(pp.Delete, o.Object)
+	}
+	for _, p := range selected {
+		pp := plans[p.ManifestLabel()]
+		sortForDelete(pp.Delete)
+		sort.Strings(pp.KeptCRDs)
+		plan.Providers = append(plan.Providers, *pp)
+	}
+
+	cm, err := planCertManager(ctx, c, opts, plan, certManagerObjs, types)
+	if err != nil {
+		return nil, err
+	}
+	plan.CertManager = cm
+	return plan, nil
+}
+
+func (o Options) concurrency() int {
+	if o.Concurrency > 0 {
+		return o.Concurrency
+	}
+	return 8
+}
+
+func isWebhookConfiguration(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "admissionregistration.k8s.io" &&
+		(gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration")
+}
+
+// componentSelector selects clusterctl-managed objects of the selected providers, or every
+// clusterctl-managed object when cert-manager's are needed too (still one LIST per type).
+func componentSelector(selected []inventory.Provider, withCertManager bool) (labels.Selector, error) {
+	managed, err := labels.NewRequirement(inventory.ClusterctlLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel := labels.NewSelector().Add(*managed)
+	if withCertManager {
+		return sel, nil
+	}
+	var names []string
+	for _, p := range selected {
+		names = append(names, p.ManifestLabel())
+	}
+	byProvider, err := labels.NewRequirement(inventory.ProviderLabel, selection.In, names)
+	if err != nil {
+		return nil, err
+	}
+	return sel.Add(*byProvider), nil
+}
+
+// listableTypes returns the preferred version of every type that supports list and delete,
+// minus provider CRD kinds and event types (never components).
+func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupResource]bool) ([]apiType, []string, error) {
+	lists, err := d.ServerPreferredResources()
+	var warnings []string
+	if err != nil {
+		var gdf *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &gdf) {
+			return nil, nil, fmt.Errorf("discovering the API types of the management cluster: %w", err)
+		}
+		for gv, e := range gdf.Groups {
+			warnings = append(warnings, fmt.Sprintf("API group %s could not be discovered (%v): its objects were not searched", gv, e))
+		}
+	}
+	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists)
+	var out []apiType
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || r.Name == "events" {
+				continue
+			}
+			if excluded[schema.GroupResource{Group: gv.Group, Resource: r.Name}] {
+				continue
+			}
+			out = append(out, apiType{gvk: gv.WithKind(r.Kind), resource: r.Name, namespaced: r.Namespaced})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gvk.String() < out[j].gvk.String() })
+	sort.Strings(warnings)
+	return out, warnings, nil
+}
+
+// listAll lists every type once (all namespaces, metadata only) with the selector, in parallel.
+func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []string) {
+	var (
+		mu       sync.Mutex
+		found    []listedObject
+		warnings []string
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, concurrency)
+	)
+	for _, t := range types {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(t apiType) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(t.gvk.GroupVersion().WithKind(t.gvk.Kind + "List"))
+			err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: sel})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("could not list %s (%v): its objects were not searched", t.resource+"."+t.gvk.Group, err))
+				return
+			}
+			for _, it := range list.Items {
+				found = append(found, listedObject{
+					Object:     Object{GVK: t.gvk, Kind: t.gvk.Kind, Namespace: it.Namespace, Name: it.Name},
+					labels:     it.Labels,
+					namespaced: t.namespaced,
+				})
+			}
+		}(t)
+	}
+	wg.Wait()
+	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
+	sort.Strings(warnings)
+	return found, warnings
+}
+
+// checkNoObjects refuses --include-crd while objects of the selected providers' CRDs exist
+// (listed at the storage version, so no conversion webhook is needed), for all providers at once.
+func checkNoObjects(ctx context.Context, c client.Client, crds []apiextensionsv1.CustomResourceDefinition, selected map[string]inventory.Provider, concurrency int) error {
+	var (
+		mu     sync.Mutex
+		counts = map[string]map[string]int{}
+		errs   []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, concurrency)
+	)
+	for i := range crds {
+		crd := &crds[i]
+		label := crd.Labels[inventory.ProviderLabel]
+		if _, ok := selected[label]; !ok {
+			continue
+		}
+		storage := ""
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				storage = v.Name
+			}
+		}
+		if storage == "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind})
+			err := c.List(ctx, list)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("counting %s objects before deleting CRD %s: %w", crd.Spec.Names.Kind, crd.Name, err))
+				return
+			}
+			if n := len(list.Items); n > 0 {
+				if counts[label] == nil {
+					counts[label] = map[string]int{}
+				}
+				counts[label][crd.Spec.Names.Kind] += n
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if len(counts) > 0 {
+		return &ExistingObjectsError{Counts: counts}
+	}
+	return nil
+}
+
+// planCertManager decides about cert-manager: kept unless asked for, installed by
+// capctl/clusterctl (objects labelled core=cert-manager in its namespaces), and not needed by a
+// remaining provider or by cert-manager objects that are not being deleted.
+func planCertManager(ctx context.Context, c client.Client, opts Options, plan *Plan, objs []listedObject, types []apiType) (CertManagerPlan, error) {
+	if !opts.IncludeCertManager {
+		return CertManagerPlan{Reason: "kept (pass --include-cert-manager to delete it when capctl installed it)"}, nil
+	}
+	owned := false
+	for _, o := range objs {
+		if o.namespaced && (o.Namespace == CertManagerNamespace || o.Namespace == "kube-system") {
+			owned = true
+			break
+		}
+	}
+	if !owned {
+		return CertManagerPlan{}, fmt.Errorf("--include-cert-manager: cert-manager was not installed by capctl or clusterctl (no object labelled %s=%s in namespaces %s or kube-system), so capctl will not delete it; remove the flag",
+			inventory.CoreLabel, CertManagerCoreValue, CertManagerNamespace)
+	}
+	if len(plan.Remaining) > 0 {
+		var names []string
+		for _, p := range plan.Remaining {
+			names = append(names, p.Namespace+"/"+p.ManifestLabel())
+		}
+		return CertManagerPlan{}, fmt.Errorf("--include-cert-manager: cert-manager is still needed by providers that stay installed (%s); delete them too (--all) or remove the flag", strings.Join(names, ", "))
+	}
+	// cert-manager resources (Certificates, Issuers, ...) that are not components being deleted
+	// would lose their controller: refuse and list them.
+	deleting := map[string]bool{}
+	for _, pp := range plan.Providers {
+		for _, o := range pp.Delete {
+			deleting[o.String()] = true
+		}
+	}
+	var users []string
+	for _, t := range types {
+		if !certManagerGroups[t.gvk.Group] {
+			continue
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(t.gvk.GroupVersion().WithKind(t.gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			return CertManagerPlan{}, fmt.Errorf("listing %s to see whether cert-manager is still used: %w", t.resource, err)
+		}
+		for _, it := range list.Items {
+			o := Object{GVK: t.gvk, Kind: t.gvk.Kind, Namespace: it.Namespace, Name: it.Name}
+			if deleting[o.String()] {
+				continue
+			}
+			if providerNamespaceDeleted(plan, it.Namespace) {
+				continue
+			}
+			users = append(users, o.String())
+		}
+	}
+	if len(users) > 0 {
+		sort.Strings(users)
+		return CertManagerPlan{}, fmt.Errorf("--include-cert-manager: cert-manager is still used by %d object(s) that are not being deleted: %s; delete them first or remove the flag",
+			len(users), strings.Join(users, ", "))
+	}
+	cm := CertManagerPlan{Deleted: true}
+	nsDeleted := false
+	for _, o := range objs {
+		if o.GVK.Kind == "Namespace" && o.GVK.Group == "" && o.Name == CertManagerNamespace {
+			nsDeleted = true
+		}
+	}
+	for _, o := range objs {
+		if nsDeleted && o.namespaced && o.Namespace == CertManagerNamespace {
+			continue
+		}
+		cm.Delete = append(cm.Delete, o.Object)
+	}
+	sortForDelete(cm.Delete)
+	return cm, nil
+}
+
+func providerNamespaceDeleted(plan *Plan, ns string) bool {
+	for _, pp := range plan.Providers {
+		if pp.NamespaceDeleted && pp.Namespace == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteRank orders deletion: webhook configurations first (nothing calls a webhook whose
+// server is gone), then namespaced objects, other cluster-wide objects, CRDs, and namespaces last.
+func deleteRank(o Object) int {
+	switch {
+	case isWebhookConfiguration(o.GVK):
+		return 0
+	case o.Namespace != "":
+		return 1
+	case o.GVK.Kind == "CustomResourceDefinition":
+		return 3
+	case o.GVK.Kind == "Namespace" && o.GVK.Group == "":
+		return 4
+	default:
+		return 2
+	}
+}
+
+func sortForDelete(objs []Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		ri, rj := deleteRank(objs[i]), deleteRank(objs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return objs[i].String() < objs[j].String()
+	})
+}
+
+// Result is what Apply did.
+type Result struct {
+	Deleted int `json:"deleted"`
+	// AlreadyGone counts objects that had disappeared before their DELETE.
+	AlreadyGone int `json:"alreadyGone"`
+	// InventoryRemoved are the providers whose inventory entry was removed.
+	InventoryRemoved []inventory.Provider `json:"inventoryRemoved"`
+}
+
+// Progress is called after each deletion (err is nil on success).
+type Progress func(done, total int, o Object, err error)
+
+// Apply deletes what the plan lists: per provider its components, then (only if all of them
+// went) its inventory entry, so a failed delete can simply be run again; then cert-manager.
+func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, progress Progress) (*Result, error) {
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	res := &Result{}
+	total := plan.Total()
+	done := 0
+	var mu sync.Mutex
+	var errs []error
+	deleteGroup := func(objs []Object) []error {
+		// Delete rank by rank; objects within a rank in parallel.
+		var failed []error
+		for start := 0; start < len(objs); {
+			end := start
+			for end < len(objs) && deleteRank(objs[end]) == deleteRank(objs[start]) {
+				end++
+			}
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, concurrency)
+			for _, o := range objs[start:end] {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func(o Object) {
+					defer wg.Done()
+					defer func() { <-sem }()
+					gone, err := deleteObject(ctx, c, o)
+					mu.Lock()
+					defer mu.Unlock()
+					done++
+					switch {
+					case err != nil:
+						failed = append(failed, err)
+					case gone:
+						res.AlreadyGone++
+					default:
+						res.Deleted++
+					}
+					if progress != nil {
+						progress(done, total, o, err)
+					}
+				}(o)
+			}
+			wg.Wait()
+			start = end
+		}
+		return failed
+	}
+	for _, pp := range plan.Providers {
+		failed := deleteGroup(pp.Delete)
+		if len(failed) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d object(s) could not be deleted, its inventory entry is kept so that running delete again finishes the job: %w",
+				pp.Provider.ManifestLabel(), len(failed), errors.Join(failed...)))
+			continue
+		}
+		if err := inventory.Delete(ctx, c, pp.Provider); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.InventoryRemoved = append(res.InventoryRemoved, pp.Provider)
+	}
+	if plan.CertManager.Deleted {
+		if len(errs) > 0 {
+			errs = append(errs, errors.New("cert-manager was not deleted because some provider components could not be deleted"))
+		} else if failed := deleteGroup(plan.CertManager.Delete); len(failed) > 0 {
+			errs = append(errs, fmt.Errorf("cert-manager: %w", errors.Join(failed...)))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// deleteObject deletes one object (background propagation), retrying transient errors; an
+// object already gone is fine.
+func deleteObject(ctx context.Context, c client.Client, o Object) (gone bool, err error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(o.GVK)
+	obj.SetNamespace(o.Namespace)
+	obj.SetName(o.Name)
+	err = retry.OnError(retry.DefaultBackoff, isTransient, func() error {
+		return c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting %s: %w", o, err)
+	}
+	return false, nil
+}
+
+func isTransient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err)
+}
