@@ -80,6 +80,9 @@ func (c *diskCache) listFiles(key, version string) []string {
 type cachedVersions struct {
 	Fetched  time.Time `json:"fetched"`
 	Versions []string  `json:"versions"`
+	// Unpublished are listed versions found to have no metadata.yaml (tag without a published
+	// release); they are skipped while the list is trusted.
+	Unpublished []string `json:"unpublished,omitempty"`
 }
 
 func (c *diskCache) versionsPath(key string) (string, error) {
@@ -105,7 +108,7 @@ func (c *diskCache) getVersions(key string) (*cachedVersions, bool) {
 	return &cv, true
 }
 
-func (c *diskCache) putVersions(key string, versions []string, now time.Time) error {
+func (c *diskCache) putVersions(key string, cv cachedVersions) error {
 	if c == nil || key == "" {
 		return nil
 	}
@@ -113,7 +116,7 @@ func (c *diskCache) putVersions(key string, versions []string, now time.Time) er
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(cachedVersions{Fetched: now, Versions: versions})
+	b, err := json.Marshal(cv)
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ type Client struct {
 	sources  map[string]source // by provider URL
 	files    map[string][]byte // in-memory cache: source key|version|file
 	versions map[string][]string
+	listed   map[string]*cachedVersions // by provider URL: the GitHub list in use, for unpublished marks
 }
 
 // New builds a Client from the configuration (nil: built-in providers only, no variables).
@@ -99,7 +100,7 @@ func New(cfg *config.Config, opts Options) (*Client, error) {
 	}
 	c := &Client{
 		cfg: cfg, opts: opts, registry: reg,
-		sources: map[string]source{}, files: map[string][]byte{}, versions: map[string][]string{},
+		sources: map[string]source{}, files: map[string][]byte{}, versions: map[string][]string{}, listed: map[string]*cachedVersions{},
 		log: opts.Logger,
 	}
 	if c.log == nil {
@@ -224,6 +225,9 @@ func (c *Client) Versions(ctx context.Context, p Provider) ([]string, error) {
 		case ok && (c.opts.Offline || (c.opts.VersionsTTL > 0 && c.opts.Now().Sub(cached.Fetched) < c.opts.VersionsTTL)):
 			c.log.V(5).Info("Using cached version list", "repository", s.String(), "fetched", cached.Fetched.Format(time.RFC3339))
 			vs = cached.Versions
+			c.mu.Lock()
+			c.listed[p.URL] = cached
+			c.mu.Unlock()
 		case c.opts.Offline:
 			return nil, offlineError(fmt.Sprintf("listing the versions of %s (%s)", p, s))
 		default:
@@ -232,9 +236,13 @@ func (c *Client) Versions(ctx context.Context, p Provider) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("listing versions of %s: %w", p, err)
 			}
-			if err := c.cache.putVersions(key, vs, c.opts.Now()); err != nil {
+			cv := &cachedVersions{Fetched: c.opts.Now(), Versions: vs}
+			if err := c.cache.putVersions(key, *cv); err != nil {
 				c.log.V(1).Info("Could not cache the version list", "error", err.Error())
 			}
+			c.mu.Lock()
+			c.listed[p.URL] = cv
+			c.mu.Unlock()
 		}
 	}
 	vs = sortVersions(vs)
@@ -601,6 +609,10 @@ func (c *Client) firstPublished(ctx context.Context, p Provider, cands []string)
 		if i >= latestCandidates {
 			break
 		}
+		if c.isUnpublished(p, v) {
+			skipped = append(skipped, v)
+			continue
+		}
 		m, err := c.Metadata(ctx, p, v)
 		if err == nil {
 			if len(skipped) > 0 {
@@ -611,7 +623,43 @@ func (c *Client) firstPublished(ctx context.Context, p Provider, cands []string)
 		if !errors.Is(err, ErrNotFound) {
 			return "", nil, err
 		}
+		c.markUnpublished(p, v)
 		skipped = append(skipped, v)
 	}
 	return "", nil, fmt.Errorf("%s: none of the newest versions (%s) has a published release with %s", p, strings.Join(skipped, ", "), MetadataFile)
+}
+
+// isUnpublished tells whether v is known (from the trusted version list) to have no release files.
+func (c *Client) isUnpublished(p Provider, v string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cv := c.listed[p.URL]; cv != nil {
+		for _, u := range cv.Unpublished {
+			if u == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markUnpublished remembers, with the version list, that v has no metadata.yaml, so runs within the
+// list's TTL do not ask again.
+func (c *Client) markUnpublished(p Provider, v string) {
+	s, _, err := c.source(p)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cv := c.listed[p.URL]
+	if cv == nil {
+		c.mu.Unlock()
+		return
+	}
+	cv.Unpublished = append(cv.Unpublished, v)
+	snapshot := *cv
+	c.mu.Unlock()
+	if err := c.cache.putVersions(s.cacheKey(), snapshot); err != nil {
+		c.log.V(1).Info("Could not cache the version list", "error", err.Error())
+	}
 }
