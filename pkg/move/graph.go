@@ -1,0 +1,737 @@
+package move
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+// Labels and annotations move reads and writes (clusterctl's names, plus capctl's own).
+const (
+	MoveLabel               = "clusterctl.cluster.x-k8s.io/move"
+	MoveHierarchyLabel      = "clusterctl.cluster.x-k8s.io/move-hierarchy"
+	BlockMoveAnnotation     = "clusterctl.cluster.x-k8s.io/block-move"
+	DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
+	PausedAnnotation        = "cluster.x-k8s.io/paused"
+	// MovePausedAnnotation marks objects capctl paused for a move (value: the move ID), so a re-run
+	// tells its own pause from a pause the user set on purpose.
+	MovePausedAnnotation = "capctl.cluster.x-k8s.io/move-paused"
+	// JournalLabel marks the journal ConfigMap, which is never moved.
+	JournalLabel = "capctl.cluster.x-k8s.io/move-journal"
+)
+
+// softOwnedSecretSuffixes are the purposes of Secrets that belong to a Cluster by name
+// (`<cluster>-<purpose>`), as in clusterctl.
+var softOwnedSecretSuffixes = []string{"kubeconfig", "ca", "etcd", "sa", "proxy", "apiserver-etcd-client"}
+
+// Ref names one object.
+type Ref struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid,omitempty"`
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// Node is one object of the graph.
+type Node struct {
+	Obj        *unstructured.Unstructured
+	Ref        Ref
+	Owners     []types.UID // owner references that point at objects of the graph
+	SoftOwners []types.UID // ownership without owner references (by name, class, binding, template)
+	children   []*Node
+
+	// Cluster is the namespace/name of the Cluster the object belongs to ("" for none).
+	Cluster string
+	// Global objects (cluster-scoped, or under a cluster-scoped root) are created when absent,
+	// never updated, never deleted from the source.
+	Global bool
+	// KeepInSource objects are copied but not deleted (ClusterClasses and their templates used by
+	// clusters that stay behind, or copied for a --cluster move).
+	KeepInSource bool
+	// UserPaused is set on Clusters and ClusterClasses paused before capctl touched them.
+	UserPaused bool
+	// Level is the creation level (0 first); -1 when not moved.
+	Level int
+
+	tenant   bool
+	force    bool
+	blocked  bool
+	inMove   bool
+	missing  []metav1.OwnerReference
+	excluded string
+}
+
+// Exclusion is an object left out of the move with the reason.
+type Exclusion struct {
+	Object Ref    `json:"object"`
+	Reason string `json:"reason"`
+}
+
+// Graph is the discovered object graph and the move plan derived from it.
+type Graph struct {
+	Nodes map[types.UID]*Node
+	// Order holds the moved objects level by level (owners before the objects they own).
+	Order [][]*Node
+	// Excluded lists objects that look related but are not moved, with the reason.
+	Excluded []Exclusion
+	// Warnings are facts the user should know (a ClusterClass in another namespace, ...).
+	Warnings []string
+	// Types are the kinds listed (storage versions).
+	Types []TypeInfo
+	// Namespaces that were listed ("" = all).
+	Namespaces []string
+	// Providers in the source inventory.
+	Providers []inventory.Provider
+}
+
+// TypeInfo is one kind discovery lists.
+type TypeInfo struct {
+	GVK                schema.GroupVersionKind
+	Namespaced         bool
+	ForceMove          bool
+	ForceMoveHierarchy bool
+}
+
+// Moved returns the moved nodes in creation order.
+func (g *Graph) Moved() []*Node {
+	var out []*Node
+	for _, l := range g.Order {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Count is the number of moved objects.
+func (g *Graph) Count() int {
+	n := 0
+	for _, l := range g.Order {
+		n += len(l)
+	}
+	return n
+}
+
+// Scope selects what to move.
+type Scope struct {
+	// Namespace to move from (ignored with AllNamespaces).
+	Namespace     string
+	AllNamespaces bool
+	// Clusters limits the move to these clusters' subtrees (names in Namespace, or namespace/name).
+	Clusters []string
+}
+
+func (s Scope) String() string {
+	where := "namespace " + s.Namespace
+	if s.AllNamespaces {
+		where = "all namespaces"
+	}
+	if len(s.Clusters) > 0 {
+		return fmt.Sprintf("clusters %s in %s", strings.Join(s.Clusters, ", "), where)
+	}
+	return where
+}
+
+// ErrNamespaceNotFound is returned when the namespace to move from does not exist.
+var ErrNamespaceNotFound = errors.New("namespace not found")
+
+// ErrNothingToMove is returned when discovery finds nothing to move.
+var ErrNothingToMove = errors.New("nothing to move")
+
+// isCAPIGroup tells whether a group belongs to Cluster API or a provider.
+func isCAPIGroup(g string) bool { return strings.HasSuffix(g, "cluster.x-k8s.io") }
+
+// DiscoverTypes lists the kinds to move: CRDs labelled by clusterctl (storage version) plus
+// Secrets and ConfigMaps. One LIST of CRDs.
+func DiscoverTypes(ctx context.Context, c client.Reader) ([]TypeInfo, error) {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, crds, client.HasLabels{inventory.ClusterctlLabel}); err != nil {
+		return nil, fmt.Errorf("listing CRDs labelled %s: %w", inventory.ClusterctlLabel, err)
+	}
+	var out []TypeInfo
+	for _, crd := range crds.Items {
+		if crd.Spec.Group == inventory.Group {
+			continue // the provider inventory is never moved
+		}
+		version := ""
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				version = v.Name
+			}
+		}
+		if version == "" {
+			continue
+		}
+		ti := TypeInfo{
+			GVK:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		}
+		_, ti.ForceMove = crd.Labels[MoveLabel]
+		_, ti.ForceMoveHierarchy = crd.Labels[MoveHierarchyLabel]
+		switch ti.GVK.GroupKind() {
+		case schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"},
+			schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "ClusterClass"},
+			schema.GroupKind{Group: "addons.cluster.x-k8s.io", Kind: "ClusterResourceSet"}:
+			ti.ForceMoveHierarchy = true
+		}
+		if ti.ForceMoveHierarchy {
+			ti.ForceMove = true
+		}
+		out = append(out, ti)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GVK.String() < out[j].GVK.String() })
+	out = append(out,
+		TypeInfo{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Namespaced: true},
+		TypeInfo{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespaced: true},
+	)
+	return out, nil
+}
+
+// listAll lists every type in every namespace: one LIST per type per namespace (cluster-scoped
+// types once), a few at a time. extraSecretNS are namespaces where only Secrets are listed.
+func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, namespaces []string, extraSecretNS []string) ([]unstructured.Unstructured, error) {
+	type job struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	var jobs []job
+	for _, t := range typesToList {
+		if !t.Namespaced {
+			jobs = append(jobs, job{t.GVK, ""})
+			continue
+		}
+		for _, ns := range namespaces {
+			jobs = append(jobs, job{t.GVK, ns})
+		}
+		if t.GVK.Group == "" && t.GVK.Kind == "Secret" {
+			for _, ns := range extraSecretNS {
+				jobs = append(jobs, job{t.GVK, ns})
+			}
+		}
+	}
+	results := make([][]unstructured.Unstructured, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(j.gvk.GroupVersion().WithKind(j.gvk.Kind + "List"))
+			var opts []client.ListOption
+			if j.ns != "" {
+				opts = append(opts, client.InNamespace(j.ns))
+			}
+			if err := c.List(ctx, list, opts...); err != nil {
+				where := "all namespaces"
+				if j.ns != "" {
+					where = "namespace " + j.ns
+				}
+				errs[i] = fmt.Errorf("listing %s in %s: %w", j.gvk.Kind, where, err)
+				return
+			}
+			for k := range list.Items {
+				list.Items[k].SetGroupVersionKind(j.gvk)
+			}
+			results[i] = list.Items
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []unstructured.Unstructured
+	seen := map[types.UID]bool{}
+	for _, r := range results {
+		for _, o := range r {
+			if seen[o.GetUID()] {
+				continue
+			}
+			seen[o.GetUID()] = true
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// Discover reads the source cluster and builds the move graph for the scope.
+func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, error) {
+	namespaces := []string{""}
+	if !scope.AllNamespaces {
+		if scope.Namespace == "" {
+			scope.Namespace = c.Namespace
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: scope.Namespace}, ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%w: namespace %q does not exist in the source cluster %s; pass -n with an existing namespace or -A", ErrNamespaceNotFound, scope.Namespace, c.Config.Host)
+			}
+			return nil, fmt.Errorf("reading namespace %s: %w", scope.Namespace, err)
+		}
+		namespaces = []string{scope.Namespace}
+	}
+	typesToList, err := DiscoverTypes(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := inventory.List(ctx, c)
+	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+		return nil, err
+	}
+	// Secrets of infrastructure providers' namespaces (identity secrets owned by global objects).
+	var extra []string
+	if !scope.AllNamespaces {
+		seen := map[string]bool{scope.Namespace: true}
+		for _, p := range providers {
+			if p.Type == provider.InfrastructureProviderType && !seen[p.Namespace] {
+				seen[p.Namespace] = true
+				extra = append(extra, p.Namespace)
+			}
+		}
+	}
+	objs, err := listAll(ctx, c, typesToList, namespaces, extra)
+	if err != nil {
+		return nil, err
+	}
+	g, err := BuildGraph(objs, typesToList, scope)
+	if err != nil {
+		return nil, err
+	}
+	g.Namespaces = namespaces
+	g.Providers = providers
+	return g, nil
+}
+
+func key(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// BuildGraph builds nodes, edges, tenants, the move set and the order from listed objects. It is
+// linear in objects plus edges.
+func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope Scope) (*Graph, error) {
+	g := &Graph{Nodes: make(map[types.UID]*Node, len(objs)), Types: typesToList}
+	typeByGK := map[schema.GroupKind]TypeInfo{}
+	for _, t := range typesToList {
+		typeByGK[t.GVK.GroupKind()] = t
+	}
+	byKey := make(map[string]*Node, len(objs))
+	var nodes []*Node
+	for i := range objs {
+		o := &objs[i]
+		if _, ok := o.GetLabels()[JournalLabel]; ok {
+			continue
+		}
+		gvk := o.GroupVersionKind()
+		n := &Node{
+			Obj:   o,
+			Ref:   Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()},
+			Level: -1,
+		}
+		t := typeByGK[gvk.GroupKind()]
+		n.Global = !t.Namespaced
+		labels := o.GetLabels()
+		_, objMove := labels[MoveLabel]
+		_, objHier := labels[MoveHierarchyLabel]
+		n.force = t.ForceMove || objMove || objHier
+		_, n.blocked = o.GetAnnotations()[BlockMoveAnnotation]
+		g.Nodes[n.Ref.UID] = n
+		byKey[key(gvk.Kind, n.Ref.Namespace, n.Ref.Name)] = n
+		nodes = append(nodes, n)
+	}
+	// Stable order: by kind, namespace, name.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Ref.String() < nodes[j].Ref.String() })
+
+	addSoft := func(child, owner *Node) {
+		if child == nil || owner == nil || child == owner {
+			return
+		}
+		for _, u := range child.Owners {
+			if u == owner.Ref.UID {
+				return
+			}
+		}
+		for _, u := range child.SoftOwners {
+			if u == owner.Ref.UID {
+				return
+			}
+		}
+		child.SoftOwners = append(child.SoftOwners, owner.Ref.UID)
+		owner.children = append(owner.children, child)
+	}
+	for _, n := range nodes {
+		for _, ref := range n.Obj.GetOwnerReferences() {
+			owner, ok := g.Nodes[ref.UID]
+			if !ok {
+				n.missing = append(n.missing, ref)
+				continue
+			}
+			n.Owners = append(n.Owners, ref.UID)
+			owner.children = append(owner.children, n)
+		}
+	}
+	isCluster := func(n *Node) bool {
+		return n.Ref.Kind == "Cluster" && strings.HasPrefix(n.Ref.APIVersion, "cluster.x-k8s.io/")
+	}
+	for _, n := range nodes {
+		o := n.Obj.Object
+		switch {
+		case n.Ref.APIVersion == "v1" && (n.Ref.Kind == "Secret" || n.Ref.Kind == "ConfigMap") && len(n.Obj.GetOwnerReferences()) == 0:
+			for _, purpose := range softOwnedSecretSuffixes {
+				if name := n.Ref.Name; strings.HasSuffix(name, "-"+purpose) {
+					if c := byKey[key("Cluster", n.Ref.Namespace, strings.TrimSuffix(name, "-"+purpose))]; c != nil && isCluster(c) {
+						addSoft(n, c)
+						break
+					}
+				}
+			}
+		case isCluster(n):
+			name, _, _ := unstructured.NestedString(o, "spec", "topology", "classRef", "name")
+			ns, _, _ := unstructured.NestedString(o, "spec", "topology", "classRef", "namespace")
+			if name == "" { // v1beta1
+				name, _, _ = unstructured.NestedString(o, "spec", "topology", "class")
+				ns, _, _ = unstructured.NestedString(o, "spec", "topology", "classNamespace")
+			}
+			if name != "" {
+				if ns == "" {
+					ns = n.Ref.Namespace
+				}
+				if cc := byKey[key("ClusterClass", ns, name)]; cc != nil {
+					addSoft(n, cc)
+				} else {
+					g.Warnings = append(g.Warnings, fmt.Sprintf("Cluster %s/%s uses ClusterClass %s/%s, which was not found in the listed namespaces; it is not copied (move it first, or use -A)", n.Ref.Namespace, n.Ref.Name, ns, name))
+				}
+			}
+		case n.Ref.Kind == "ClusterResourceSetBinding":
+			if name, _, _ := unstructured.NestedString(o, "spec", "clusterName"); name != "" {
+				addSoft(n, byKey[key("Cluster", n.Ref.Namespace, name)])
+			}
+		case n.Ref.Kind == "ClusterResourceSet":
+			res, _, _ := unstructured.NestedSlice(o, "spec", "resources")
+			for _, r := range res {
+				m, _ := r.(map[string]any)
+				kind, _ := m["kind"].(string)
+				name, _ := m["name"].(string)
+				if kind == "Secret" || kind == "ConfigMap" {
+					addSoft(byKey[key(kind, n.Ref.Namespace, name)], n)
+				}
+			}
+		case n.Ref.Kind == "ClusterClass":
+			walkTemplateRefs(o["spec"], func(kind, name string) {
+				addSoft(byKey[key(kind, n.Ref.Namespace, name)], n)
+			})
+		}
+	}
+
+	// Tenants: walk from every root (move-hierarchy types or labels) over owned and soft-owned
+	// descendants. Clusters are walked first so every object learns the Cluster it belongs to.
+	var roots []*Node
+	for _, n := range nodes {
+		t := typeByGK[n.Obj.GroupVersionKind().GroupKind()]
+		_, objHier := n.Obj.GetLabels()[MoveHierarchyLabel]
+		if t.ForceMoveHierarchy || objHier {
+			roots = append(roots, n)
+		}
+	}
+	sort.SliceStable(roots, func(i, j int) bool { return isCluster(roots[i]) && !isCluster(roots[j]) })
+	visitedBy := make(map[*Node]*Node, len(nodes))
+	for _, r := range roots {
+		clusterName := ""
+		if isCluster(r) {
+			clusterName = r.Ref.Namespace + "/" + r.Ref.Name
+		}
+		stack := []*Node{r}
+		visitedBy[r] = r
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			n.tenant = true
+			if clusterName != "" && n.Cluster == "" {
+				n.Cluster = clusterName
+			}
+			if r.Global {
+				n.Global = true
+			}
+			for _, ch := range n.children {
+				// A ClusterClass's walk does not descend into the Clusters using it: they are
+				// roots of their own.
+				if visitedBy[ch] == r || (isCluster(ch) && ch != r) {
+					continue
+				}
+				visitedBy[ch] = r
+				stack = append(stack, ch)
+			}
+		}
+	}
+
+	// Pause state of Clusters and ClusterClasses before the move.
+	for _, n := range nodes {
+		if isCluster(n) {
+			paused, _, _ := unstructured.NestedBool(n.Obj.Object, "spec", "paused")
+			_, ours := n.Obj.GetAnnotations()[MovePausedAnnotation]
+			n.UserPaused = paused && !ours
+		}
+		if n.Ref.Kind == "ClusterClass" {
+			_, paused := n.Obj.GetAnnotations()[PausedAnnotation]
+			_, ours := n.Obj.GetAnnotations()[MovePausedAnnotation]
+			n.UserPaused = paused && !ours
+		}
+	}
+
+	// The move set.
+	if len(scope.Clusters) > 0 {
+		if err := selectClusters(g, nodes, byKey, scope, isCluster); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, n := range nodes {
+			n.inMove = n.tenant || n.force
+		}
+	}
+
+	// Owners that do not exist or are not moved exclude the object and, through the order below,
+	// everything it owns.
+	for _, n := range nodes {
+		if !n.inMove {
+			continue
+		}
+		if len(n.missing) > 0 {
+			r := n.missing[0]
+			n.excluded = fmt.Sprintf("its owner %s %s (uid %s) does not exist", r.Kind, r.Name, r.UID)
+			continue
+		}
+		for _, u := range n.Owners {
+			if o := g.Nodes[u]; !o.inMove {
+				n.excluded = fmt.Sprintf("its owner %s is not moved (%s)", o.Ref, notMovedReason(o))
+				break
+			}
+		}
+	}
+	order(g, nodes)
+
+	// Exclusions worth showing: objects of Cluster API kinds, and Secrets/ConfigMaps that look
+	// like they belong to a cluster, that are not moved.
+	for _, n := range nodes {
+		if n.Level >= 0 {
+			continue
+		}
+		reason := n.excluded
+		if reason == "" && !n.inMove {
+			if len(scope.Clusters) > 0 && (n.tenant || n.force) {
+				continue // belongs to a cluster that was not selected
+			}
+			if !looksRelated(n) {
+				continue
+			}
+			reason = notMovedReason(n)
+		}
+		if reason == "" {
+			reason = "it is part of an ownership cycle"
+		}
+		g.Excluded = append(g.Excluded, Exclusion{Object: n.Ref, Reason: reason})
+	}
+	return g, nil
+}
+
+func notMovedReason(n *Node) string {
+	if n.Ref.APIVersion == "v1" {
+		return fmt.Sprintf("not linked with any Cluster; label it %s to move it", MoveLabel)
+	}
+	return "not linked with any Cluster, ClusterClass or ClusterResourceSet"
+}
+
+// looksRelated tells whether an unmoved object deserves a line in the exclusions: Cluster API
+// kinds always; Secrets and ConfigMaps only when a label or owner ties them to Cluster API.
+func looksRelated(n *Node) bool {
+	if n.Ref.APIVersion != "v1" {
+		return true
+	}
+	if _, ok := n.Obj.GetLabels()["cluster.x-k8s.io/cluster-name"]; ok {
+		return true
+	}
+	for _, r := range n.Obj.GetOwnerReferences() {
+		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && isCAPIGroup(gv.Group) {
+			return true
+		}
+	}
+	return false
+}
+
+// selectClusters marks the subtrees of the chosen clusters, plus copies (kept in the source) of
+// the ClusterClasses, ClusterResourceSets and other owners they need.
+func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope, isCluster func(*Node) bool) error {
+	var missing []string
+	var stack []*Node
+	for _, name := range scope.Clusters {
+		ns := scope.Namespace
+		if i := strings.Index(name, "/"); i >= 0 {
+			ns, name = name[:i], name[i+1:]
+		} else if scope.AllNamespaces {
+			// a bare name with -A matches that name in every namespace
+			found := false
+			for _, n := range nodes {
+				if isCluster(n) && n.Ref.Name == name {
+					stack = append(stack, n)
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, name)
+			}
+			continue
+		}
+		c := byKey[key("Cluster", ns, name)]
+		if c == nil || !isCluster(c) {
+			missing = append(missing, ns+"/"+name)
+			continue
+		}
+		stack = append(stack, c)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: cluster(s) %s not found in %s", ErrNothingToMove, strings.Join(missing, ", "), scope)
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.inMove {
+			continue
+		}
+		n.inMove = true
+		for _, ch := range n.children {
+			if !isCluster(ch) {
+				stack = append(stack, ch)
+			}
+		}
+	}
+	// Copy owners (hard and soft) of moved objects that are not moved, with their own
+	// cluster-less descendants (a ClusterClass's templates, a ClusterResourceSet's resources).
+	var up []*Node
+	for _, n := range nodes {
+		if n.inMove {
+			up = append(up, n)
+		}
+	}
+	for len(up) > 0 {
+		n := up[len(up)-1]
+		up = up[:len(up)-1]
+		for _, u := range append(append([]types.UID{}, n.Owners...), n.SoftOwners...) {
+			o := g.Nodes[u]
+			if o.inMove {
+				continue
+			}
+			o.inMove, o.KeepInSource = true, true
+			up = append(up, o)
+			for _, ch := range o.children {
+				if !ch.inMove && ch.Cluster == "" && !isCluster(ch) {
+					ch.inMove, ch.KeepInSource = true, true
+					up = append(up, ch)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// order places moved objects in levels: an object's level is after all its owners' (hard and
+// soft). Kahn's algorithm, linear; what is left unplaced is in a cycle or under an excluded owner.
+func order(g *Graph, nodes []*Node) {
+	indeg := make(map[*Node]int, len(nodes))
+	var current []*Node
+	for _, n := range nodes {
+		if !n.inMove || n.excluded != "" {
+			continue
+		}
+		d := len(n.Owners)
+		for _, u := range n.SoftOwners {
+			if o := g.Nodes[u]; o.inMove {
+				d++
+			}
+		}
+		indeg[n] = d
+		if d == 0 {
+			current = append(current, n)
+		}
+	}
+	for level := 0; len(current) > 0; level++ {
+		g.Order = append(g.Order, current)
+		var next []*Node
+		for _, n := range current {
+			n.Level = level
+			for _, ch := range n.children {
+				if _, ok := indeg[ch]; !ok {
+					continue
+				}
+				indeg[ch]--
+				if indeg[ch] == 0 {
+					next = append(next, ch)
+				}
+			}
+		}
+		sort.Slice(next, func(i, j int) bool { return next[i].Ref.String() < next[j].Ref.String() })
+		current = next
+	}
+	// Explain what was not placed: descendants of excluded objects say which owner kept them out.
+	var queue []*Node
+	for _, n := range nodes {
+		if n.inMove && n.excluded != "" {
+			queue = append(queue, n)
+		}
+	}
+	for len(queue) > 0 {
+		o := queue[0]
+		queue = queue[1:]
+		for _, ch := range o.children {
+			if _, ok := indeg[ch]; !ok || ch.Level >= 0 || ch.excluded != "" {
+				continue
+			}
+			ch.excluded = fmt.Sprintf("its owner %s is not moved", o.Ref)
+			queue = append(queue, ch)
+		}
+	}
+}
+
+// walkTemplateRefs calls fn for every {kind, name} reference under a ClusterClass spec
+// (v1beta2 `templateRef`, v1beta1 `ref`).
+func walkTemplateRefs(v any, fn func(kind, name string)) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if k == "templateRef" || k == "ref" {
+				if m, ok := child.(map[string]any); ok {
+					kind, _ := m["kind"].(string)
+					name, _ := m["name"].(string)
+					if kind != "" && name != "" {
+						fn(kind, name)
+					}
+				}
+			}
+			walkTemplateRefs(child, fn)
+		}
+	case []any:
+		for _, child := range t {
+			walkTemplateRefs(child, fn)
+		}
+	}
+}
