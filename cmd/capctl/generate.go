@@ -1,0 +1,49 @@
+package main
+
+import (
+	"sort"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { registerCommand(newGenerateCmd) }
+
+// generateSubcommands are the subcommands of `capctl generate`; each file adds its own with
+// registerGenerateSubcommand in an init func, so that nobody edits a shared list.
+var generateSubcommands []func(*factory) *cobra.Command
+
+// registerGenerateSubcommand adds a `capctl generate` subcommand (cluster, yaml, provider, ...).
+func registerGenerateSubcommand(b func(*factory) *cobra.Command) {
+	generateSubcommands = append(generateSubcommands, b)
+}
+
+func newGenerateCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		GroupID: groupManagement,
+		Use:     "generate",
+		Short:   "Generate YAML: cluster templates, provider components, any YAML with variables",
+		Long: `Generate YAML using clusterctl's variable engine.
+
+The subcommands print to stdout (or --write-to a file) what would be applied to a cluster; nothing
+is applied.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("missing subcommand: use one of %v", subcommandNames(cmd))
+		},
+	}
+	subs := make([]*cobra.Command, 0, len(generateSubcommands))
+	for _, b := range generateSubcommands {
+		subs = append(subs, b(f))
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+func subcommandNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		names = append(names, c.Name())
+	}
+	return names
+}
