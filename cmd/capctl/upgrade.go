@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -61,7 +62,7 @@ the label last. Clusters that cannot be planned are listed with the reason.`),
 				return err
 			}
 			if o.kubernetesVersion == "" {
-				return usageErrorf("the provider upgrade plan is not available in this build yet: use --kubernetes-version to plan the fleet's Kubernetes upgrades")
+				return o.runProviders(cmd, f)
 			}
 			return o.runFleet(cmd, f)
 		},
@@ -96,6 +97,65 @@ func (o *upgradePlanOptions) runFleet(cmd *cobra.Command, f *factory) error {
 		return err
 	}
 	return renderStructured(f.IO.Out, o.output, plan, func(w io.Writer) { renderFleetPlan(w, plan) })
+}
+
+// upgradeCatalog builds the repository client of the configured providers.
+func upgradeCatalog(cmd *cobra.Command, f *factory) (upgrade.RepositoryCatalog, error) {
+	cfg, err := f.Config(cmd.Context())
+	if err != nil {
+		return upgrade.RepositoryCatalog{}, err
+	}
+	rc, err := repository.New(cfg, repository.Options{Logger: f.Logger()})
+	if err != nil {
+		return upgrade.RepositoryCatalog{}, err
+	}
+	return upgrade.RepositoryCatalog{Client: rc}, nil
+}
+
+func (o *upgradePlanOptions) runProviders(cmd *cobra.Command, f *factory) error {
+	ctx := cmd.Context()
+	cat, err := upgradeCatalog(cmd, f)
+	if err != nil {
+		return err
+	}
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	f.Logger().Info("Checking new release availability...")
+	plan, err := upgrade.Plan(ctx, c, cat)
+	if err != nil {
+		return err
+	}
+	return renderStructured(f.IO.Out, o.output, plan, func(w io.Writer) { renderProviderPlan(w, plan) })
+}
+
+func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
+	fmt.Fprintf(w, "Management group: %s\n", plan.ManagementGroup)
+	for _, cp := range plan.Contracts {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Latest release available for the %s Cluster API contract version:\n\n", cp.Contract)
+		var rows [][]string
+		for _, p := range cp.Providers {
+			next, contract := p.NextVersion, p.NextContract
+			if next == "" {
+				next, contract = "Already up to date", p.CurrentContract
+			}
+			rows = append(rows, []string{p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract})
+		}
+		writePlainTable(w, []string{"NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT"}, rows)
+		fmt.Fprintln(w)
+		switch {
+		case cp.UpToDate():
+			fmt.Fprintln(w, "You are already up to date!")
+		case len(cp.Blocked) > 0:
+			fmt.Fprintf(w, "The upgrade to the %s contract is blocked: %s %s no release for it.\n", cp.Contract, cp.BlockedNames(), map[bool]string{true: "has", false: "have"}[len(cp.Blocked) == 1])
+		case !cp.Supported:
+			fmt.Fprintf(w, "The current version of capctl could not upgrade to the %s contract (only %s supported).\n", cp.Contract, upgrade.CurrentContract)
+		default:
+			fmt.Fprintf(w, "You can now apply the upgrade by executing the following command:\n\n%s\n", upgrade.ApplyCommand(cp.Contract))
+		}
+	}
 }
 
 // renderStructured prints v as JSON or YAML, or calls table.

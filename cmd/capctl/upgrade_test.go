@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -58,14 +60,88 @@ func TestUpgradePlanUsageErrors(t *testing.T) {
 	}
 }
 
-func TestUpgradeFleetPlanCommand(t *testing.T) {
+// upgradeConfig writes a clusterctl.yaml pointing the four Cluster API providers at the fixture
+// repository.
+func upgradeConfig(t *testing.T, fixtures string) string {
+	t.Helper()
+	dir := t.TempDir()
+	repo := filepath.Join(fixtures, "repository")
+	body := "overridesFolder: " + filepath.Join(dir, "overrides") + "\nproviders:\n"
+	for _, p := range []struct{ name, typ, label, file string }{
+		{"cluster-api", "CoreProvider", "cluster-api", "core-components.yaml"},
+		{"kubeadm", "BootstrapProvider", "bootstrap-kubeadm", "bootstrap-components.yaml"},
+		{"kubeadm", "ControlPlaneProvider", "control-plane-kubeadm", "control-plane-components.yaml"},
+		{"docker", "InfrastructureProvider", "infrastructure-docker", "infrastructure-components.yaml"},
+	} {
+		body += "- name: " + p.name + "\n  type: " + p.typ + "\n  url: " + filepath.Join(repo, p.label, "latest", p.file) + "\n"
+	}
+	path := filepath.Join(dir, "clusterctl.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestUpgradeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs a real API server")
 	}
-	crds := filepath.Join(testenv.FixturesDir(t), "crds")
+	fixtures := testenv.FixturesDir(t)
+	crds := filepath.Join(fixtures, "crds")
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
 	}})
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cfg := upgradeConfig(t, fixtures)
+	t.Run("fleet plan", func(t *testing.T) { testUpgradeFleetPlan(t, env) })
+	t.Run("provider plan", func(t *testing.T) { testUpgradeProviderPlan(t, env, cfg) })
+}
+
+func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
+	_, errOut, code := runCapctl(t, "upgrade", "plan", "--kubeconfig", env.Kubeconfig, "--config", cfg)
+	if code == 0 || !strings.Contains(errOut, "capctl init") {
+		t.Errorf("no inventory: exit %d, %s", code, errOut)
+	}
+	ctx := context.Background()
+	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []inventory.Provider{
+		inventory.New("cluster-api", provider.CoreProviderType, "v1.13.4", "capi-system"),
+		inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
+	} {
+		env.CreateNamespaces(t, p.Namespace)
+		if err := inventory.Write(ctx, env.Client, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubeconfig", env.Kubeconfig, "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Management group: capi-system/cluster-api",
+		"Latest release available for the v1beta2 Cluster API contract version:",
+		"NAME                    NAMESPACE     TYPE                     CURRENT VERSION   NEXT VERSION         CONTRACT",
+		"cluster-api             capi-system   CoreProvider             v1.13.4           v1.14.0              v1beta2",
+		"infrastructure-docker   capd-system   InfrastructureProvider   v1.14.0           Already up to date   v1beta2",
+		"capctl upgrade apply --contract v1beta2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "Checking new release availability") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	out, _, code = runCapctl(t, "upgrade", "plan", "-o", "json", "--kubeconfig", env.Kubeconfig, "--config", cfg)
+	var plan upgrade.ProviderPlan
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil || len(plan.Contracts) != 1 || plan.Contracts[0].Providers[0].NextVersion != "v1.14.0" {
+		t.Errorf("json: exit %d, %v\n%s", code, err, out)
+	}
+}
+
+func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
 	upgradeCreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
 
 	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--kubeconfig", env.Kubeconfig)

@@ -197,14 +197,3 @@ func TestPlanFleetOnAPIServer(t *testing.T) {
 		t.Errorf("unplannable: %+v", plan.Unplannable)
 	}
 }
-
-func TestPlanFleetWithoutClusterAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
-	env := testenv.Start(t, testenv.Options{})
-	_, err := PlanFleet(testenv.Context(t), env.Client, env.Client.Mapper, "v1.33.2")
-	if err == nil || !strings.Contains(err.Error(), "capctl init") {
-		t.Fatalf("err = %v", err)
-	}
-}

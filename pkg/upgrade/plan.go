@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -306,4 +307,29 @@ func (p ContractPlan) BlockedNames() string {
 		names = append(names, b.Namespace+"/"+b.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// ReadInventory reads the inventory of the management cluster; no inventory (or an empty one) is
+// an error that says to run `capctl init`.
+func ReadInventory(ctx context.Context, c client.Reader) ([]inventory.Provider, error) {
+	items, err := inventory.List(ctx, c)
+	if errors.Is(err, inventory.ErrNoInventory) {
+		return nil, fmt.Errorf("the management cluster has no provider inventory (%s): it is not a Cluster API management cluster yet; run `capctl init`, or check --kubeconfig/--kubeconfig-context", inventory.CRDName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, ErrNoProviders
+	}
+	return items, nil
+}
+
+// Plan reads the inventory and plans the provider upgrades.
+func Plan(ctx context.Context, c client.Reader, cat Catalog) (*ProviderPlan, error) {
+	items, err := ReadInventory(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return PlanProviders(ctx, cat, items)
 }

@@ -1,0 +1,58 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/repository"
+)
+
+// RepositoryCatalog is the Catalog of the providers' repositories (built-ins and clusterctl.yaml's
+// `providers:`), read through pkg/repository: overrides folder, cache, local or GitHub repository.
+type RepositoryCatalog struct {
+	Client *repository.Client
+}
+
+// Provider returns the repository entry of an installed provider.
+func (r RepositoryCatalog) Provider(p inventory.Provider) (repository.Provider, error) {
+	rp, err := r.Client.Provider(p.ProviderName, p.Type)
+	if err != nil {
+		return repository.Provider{}, fmt.Errorf("%s (installed in %s): %w; add it to the `providers:` list of clusterctl.yaml", p.ManifestLabel(), p.Namespace, err)
+	}
+	return rp, nil
+}
+
+// Versions lists the provider's versions.
+func (r RepositoryCatalog) Versions(ctx context.Context, p inventory.Provider) ([]string, error) {
+	rp, err := r.Provider(p)
+	if err != nil {
+		return nil, err
+	}
+	return r.Client.Versions(ctx, rp)
+}
+
+// Series reads the release series of version's metadata.yaml; a missing metadata.yaml means the
+// version has no published release.
+func (r RepositoryCatalog) Series(ctx context.Context, p inventory.Provider, version string) ([]Series, error) {
+	rp, err := r.Provider(p)
+	if err != nil {
+		return nil, err
+	}
+	m, err := r.Client.Metadata(ctx, rp, version)
+	if err != nil {
+		if errors.Is(err, repository.ErrNotFound) {
+			return nil, fmt.Errorf("%s %s: %w (%v)", p.ManifestLabel(), version, ErrNotPublished, err)
+		}
+		return nil, err
+	}
+	out := make([]Series, 0, len(m.ReleaseSeries))
+	for _, s := range m.ReleaseSeries {
+		if s.Major < 0 || s.Minor < 0 {
+			continue
+		}
+		out = append(out, Series{Major: uint64(s.Major), Minor: uint64(s.Minor), Contract: s.Contract})
+	}
+	return out, nil
+}
