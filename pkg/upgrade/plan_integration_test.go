@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/config"
@@ -48,9 +51,15 @@ var capiLabels = []string{"cluster-api", "bootstrap-kubeadm", "control-plane-kub
 func setInventory(t *testing.T, env *testenv.Env, items ...inventory.Provider) {
 	t.Helper()
 	ctx := context.Background()
-	current, err := inventory.List(ctx, env.Client)
+	// Discovery may lag the inventory CRD being Established by a moment.
+	var current []inventory.Provider
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		current, err = inventory.List(ctx, env.Client)
+		return err == nil, nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the inventory is not readable: %v", err)
 	}
 	for _, p := range current {
 		if err := inventory.Delete(ctx, env.Client, p); err != nil {
