@@ -55,7 +55,29 @@
 //
 // IsCompatibleContract tells whether a contract can be used (v1beta2, v1beta1).
 //
-// # Components processing
+// # Components
+//
+//	comp, err := c.Components(ctx, p, repository.ComponentsOptions{Version: "v1.14.0", TargetNamespace: ""})
+//
+// runs clusterctl's pipeline (spec §4): resolve the version (its contract must be compatible, else
+// ErrContract), fetch the components file, list its variables (pkg/variables, nested defaults
+// included), substitute them unless SkipVariables (values from Lookup, default: capctl-set values,
+// then the environment, then the config file; every missing variable at once as a
+// *variables.MissingError), parse, apply `images:` overrides, collect images, move into the target
+// namespace (default: the components' single Namespace; none and no option is an error), label and
+// sort for install. *Components carries the Release (version, contract, metadata), URL, File,
+// TargetNamespace, Variables, Images, Objects ([]unstructured.Unstructured) and Raw bytes.
+//
+// CertManager(ctx, version) returns cert-manager's manifests from the config's cert-manager.url and
+// version (same repository kinds, cache and overrides; a local URL follows
+// {basepath}/cert-manager/{version}/{file}), parsed, image overrides for `cert-manager` applied,
+// sorted; labels are left to the installer.
+//
+// Mirror(ctx, dir, requests, MirrorOptions) copies provider versions (components, metadata,
+// cluster templates and classes of infrastructure providers) and cert-manager into a local
+// repository and returns a clusterctl.yaml fragment pointing at it.
+//
+// # Components processing blocks
 //
 // The building blocks, usable on any YAML: ParseYAML (multi-document; errors name the file and the
 // line), InspectTargetNamespace, SetTargetNamespace (namespaced objects, the Namespace object,
