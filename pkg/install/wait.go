@@ -19,8 +19,22 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 )
 
-// InjectCAAnnotation is cert-manager's cainjector annotation (`<namespace>/<certificate>`).
-const InjectCAAnnotation = "cert-manager.io/inject-ca-from"
+// cert-manager's cainjector annotations: from a Certificate (`<namespace>/<certificate>`), used by
+// providers, or from a Secret (`<namespace>/<secret>`), used by cert-manager's own webhook.
+const (
+	InjectCAAnnotation           = "cert-manager.io/inject-ca-from"
+	InjectCAFromSecretAnnotation = "cert-manager.io/inject-ca-from-secret"
+)
+
+// injectionSource returns the annotation that asks for CA injection, and its value.
+func injectionSource(u *unstructured.Unstructured) (string, string) {
+	for _, k := range []string{InjectCAAnnotation, InjectCAFromSecretAnnotation} {
+		if v := u.GetAnnotations()[k]; v != "" {
+			return k, v
+		}
+	}
+	return "", ""
+}
 
 // Defaults of WaitOptions.
 const (
@@ -138,7 +152,7 @@ func targets(objs []unstructured.Unstructured, skipWebhooks bool) []target {
 				name, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "name")
 				addService(ns, name, ref.String())
 			}
-			if u.GetAnnotations()[InjectCAAnnotation] != "" {
+			if k, _ := injectionSource(u); k != "" {
 				injections = append(injections, target{ref: ref, what: "ca-injected"})
 			}
 		case isCRD(u):
@@ -149,7 +163,7 @@ func targets(objs []unstructured.Unstructured, skipWebhooks bool) []target {
 			ns, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "service", "namespace")
 			name, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "service", "name")
 			addService(ns, name, ref.String())
-			if u.GetAnnotations()[InjectCAAnnotation] != "" {
+			if k, _ := injectionSource(u); k != "" {
 				injections = append(injections, target{ref: ref, what: "ca-injected"})
 			}
 		}
@@ -326,7 +340,7 @@ func checkCAInjected(ctx context.Context, c client.Client, ref ObjectRef) (bool,
 		}
 		return false, "", err
 	}
-	from := u.GetAnnotations()[InjectCAAnnotation]
+	key, from := injectionSource(u)
 	missing := 0
 	if isCRD(u) {
 		if b, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle"); b == "" {
@@ -344,8 +358,8 @@ func checkCAInjected(ctx context.Context, c client.Client, ref ObjectRef) (bool,
 	if missing == 0 {
 		return true, "", nil
 	}
-	reason := fmt.Sprintf("CA not injected into %s (%s: %s): cert-manager's cainjector has not written caBundle", ref, InjectCAAnnotation, from)
-	if ns, name, ok := strings.Cut(from, "/"); ok {
+	reason := fmt.Sprintf("CA not injected into %s (%s: %s): cert-manager's cainjector has not written caBundle", ref, key, from)
+	if ns, name, ok := strings.Cut(from, "/"); ok && key == InjectCAAnnotation {
 		reason += certificateState(ctx, c, ns, name)
 	}
 	return false, reason, nil

@@ -262,7 +262,7 @@ func InjectCABundles(ctx context.Context, c client.Client) error {
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
-			if u.GetAnnotations()[injectAnnotation] == "" {
+			if u.GetAnnotations()[injectAnnotation] == "" && u.GetAnnotations()[injectAnnotation+"-secret"] == "" {
 				continue
 			}
 			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")

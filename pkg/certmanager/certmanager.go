@@ -1,0 +1,477 @@
+// Package certmanager manages the cert-manager that Cluster API providers need for their webhook
+// certificates, the way clusterctl v1.14 does (clusterctl-spec §6), with clearer failures:
+//
+//   - Probe: clusterctl's readiness test — create Namespace cert-manager-test, a self-signed Issuer
+//     and a Certificate, then delete them. Success means cert-manager's API (and its webhook, if it
+//     has one) accepts objects.
+//   - Ensure (used by init): skip when the probe passes; when `externallyProvisioned` is set only
+//     wait for it; refuse to install over a cert-manager someone else installed (its CRDs lack
+//     clusterctl's label) that does not work; otherwise apply the configured components with
+//     clusterctl's labels and version annotation (server-side apply) and wait, up to the configured
+//     timeout, for the probe to pass. A timeout says why: the probe's error plus what
+//     install.Diagnose finds (Deployments not available, pods pending, webhook Service without
+//     endpoints, CA not injected).
+//   - PlanUpgrade: clusterctl's upgrade decision from the installed objects' version annotation,
+//     object count and images.
+package certmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/inventory"
+)
+
+// Names, labels and annotations, as clusterctl writes them.
+const (
+	Namespace         = "cert-manager"
+	TestNamespace     = "cert-manager-test"
+	TestIssuer        = "test-selfsigned"
+	TestCertificate   = "selfsigned-cert"
+	CoreValue         = "cert-manager"
+	VersionAnnotation = "cert-manager.clusterctl.cluster.x-k8s.io/version"
+	// ImagesComponent is the `images:` selector for cert-manager's images.
+	ImagesComponent = "cert-manager"
+	// CertificatesCRD is the CRD whose presence shows some cert-manager was installed.
+	CertificatesCRD = "certificates.cert-manager.io"
+	// DefaultInstalledVersion is what clusterctl assumes for objects without the version annotation.
+	DefaultInstalledVersion = "v0.11.0"
+)
+
+// Components is a fetched cert-manager release.
+type Components struct {
+	Version string
+	// URL is where the objects came from (for messages).
+	URL     string
+	Objects []unstructured.Unstructured
+	Images  []string
+}
+
+// Prepare adds clusterctl's labels and version annotation to every object (in place).
+func Prepare(objs []unstructured.Unstructured, version string) {
+	for i := range objs {
+		u := &objs[i]
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[inventory.ClusterctlLabel] = ""
+		l[inventory.CoreLabel] = CoreValue
+		u.SetLabels(l)
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[VersionAnnotation] = version
+		u.SetAnnotations(a)
+	}
+}
+
+// ProbeError is a failed probe; Step says which object could not be created.
+type ProbeError struct {
+	Step string
+	Err  error
+}
+
+func (e *ProbeError) Error() string {
+	if meta.IsNoMatchError(e.Err) {
+		return fmt.Sprintf("cert-manager is not installed: creating %s: the cert-manager.io/v1 kinds are not served", e.Step)
+	}
+	return fmt.Sprintf("cert-manager does not work: creating %s failed: %v", e.Step, e.Err)
+}
+
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+// Probe runs clusterctl's readiness test once: it creates Namespace cert-manager-test, Issuer
+// test-selfsigned and Certificate selfsigned-cert there, then deletes them again. It returns nil
+// when cert-manager accepted them.
+func Probe(ctx context.Context, c client.Client) error {
+	ns := &corev1.Namespace{}
+	err := c.Get(ctx, client.ObjectKey{Name: TestNamespace}, ns)
+	switch {
+	case err == nil && ns.DeletionTimestamp != nil:
+		return &ProbeError{Step: "Namespace " + TestNamespace, Err: errors.New("the namespace left by an earlier probe is still terminating")}
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TestNamespace}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return &ProbeError{Step: "Namespace " + TestNamespace, Err: err}
+		}
+	case err != nil:
+		return &ProbeError{Step: "Namespace " + TestNamespace, Err: err}
+	}
+	issuer, cert := testObjects()
+	defer cleanupProbe(c, issuer, cert)
+	if err := c.Create(ctx, issuer); err != nil && !apierrors.IsAlreadyExists(err) {
+		return &ProbeError{Step: "Issuer " + TestNamespace + "/" + TestIssuer, Err: err}
+	}
+	if err := c.Create(ctx, cert); err != nil && !apierrors.IsAlreadyExists(err) {
+		return &ProbeError{Step: "Certificate " + TestNamespace + "/" + TestCertificate, Err: err}
+	}
+	return nil
+}
+
+func testObjects() (*unstructured.Unstructured, *unstructured.Unstructured) {
+	issuer := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+		"metadata": map[string]any{"name": TestIssuer, "namespace": TestNamespace},
+		"spec":     map[string]any{"selfSigned": map[string]any{}},
+	}}
+	cert := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+		"metadata": map[string]any{"name": TestCertificate, "namespace": TestNamespace},
+		"spec": map[string]any{
+			"dnsNames":   []any{"example.com"},
+			"secretName": "selfsigned-cert-tls",
+			"issuerRef":  map[string]any{"name": TestIssuer},
+		},
+	}}
+	return issuer, cert
+}
+
+// cleanupProbe deletes the probe's objects (NotFound and no-match tolerated), with its own
+// deadline so a cancelled run still tidies up.
+func cleanupProbe(c client.Client, objs ...client.Object) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, o := range objs {
+		_ = c.Delete(ctx, o)
+	}
+	_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TestNamespace}})
+}
+
+// Ownership says who installed the cert-manager in the cluster.
+type Ownership struct {
+	// Managed: objects labelled clusterctl.cluster.x-k8s.io/core=cert-manager exist in the
+	// cert-manager or kube-system namespace, or on cert-manager's CRDs (clusterctl's signal).
+	Managed bool
+	// Foreign: cert-manager's CRDs exist without that label (installed by Helm, an operator, ...).
+	Foreign bool
+	// Version of the managed installation (its version annotation), if any.
+	Version string
+}
+
+// Owner finds out who installed cert-manager, reading a few objects.
+func Owner(ctx context.Context, c client.Client) (Ownership, error) {
+	var o Ownership
+	sel := client.MatchingLabels{inventory.CoreLabel: CoreValue}
+	for _, ns := range []string{Namespace, "kube-system"} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
+		if err := c.List(ctx, list, client.InNamespace(ns), sel); err != nil {
+			return o, fmt.Errorf("reading cert-manager objects in %s: %w", ns, err)
+		}
+		if len(list.Items) > 0 {
+			o.Managed = true
+			o.Version = list.Items[0].Annotations[VersionAnnotation]
+		}
+		deps := &metav1.PartialObjectMetadataList{}
+		deps.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+		if err := c.List(ctx, deps, client.InNamespace(ns), sel); err != nil {
+			return o, fmt.Errorf("reading cert-manager Deployments in %s: %w", ns, err)
+		}
+		if len(deps.Items) > 0 {
+			o.Managed = true
+			o.Version = deps.Items[0].Annotations[VersionAnnotation]
+		}
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	err := c.Get(ctx, client.ObjectKey{Name: CertificatesCRD}, crd)
+	switch {
+	case err == nil:
+		if crd.Labels[inventory.CoreLabel] == CoreValue {
+			o.Managed = true
+			if o.Version == "" {
+				o.Version = crd.Annotations[VersionAnnotation]
+			}
+		} else {
+			o.Foreign = true
+		}
+	case !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("reading CRD %s: %w", CertificatesCRD, err)
+	}
+	return o, nil
+}
+
+// Action is what Ensure did.
+type Action string
+
+const (
+	ActionAlreadyWorking Action = "already-installed" // the probe passed; nothing installed
+	ActionExternal       Action = "external"          // externallyProvisioned; waited for it
+	ActionInstalled      Action = "installed"
+	ActionWouldInstall   Action = "would-install" // dry run
+	ActionWouldSkip      Action = "would-skip"    // dry run: cert-manager appears installed
+)
+
+// Options tune Ensure.
+type Options struct {
+	Config config.CertManager
+	// Fetch returns the components to install (called only when an install is needed).
+	Fetch func(ctx context.Context) (*Components, error)
+	// DryRun applies nothing and creates no probe objects.
+	DryRun bool
+	// WaitInterval between probes while waiting (default 1 s).
+	WaitInterval time.Duration
+	Log          *logging.Logger
+}
+
+// Result says what Ensure did.
+type Result struct {
+	Action  Action   `json:"action"`
+	Version string   `json:"version,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Applied int      `json:"applied,omitempty"`
+	Images  []string `json:"images,omitempty"`
+	// Unchecked counts dry-run objects the server could not check (see install.Result).
+	Unchecked int `json:"unchecked,omitempty"`
+}
+
+// Ensure makes sure a working cert-manager is there, as clusterctl init does (see the package doc).
+func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, error) {
+	log := opts.Log
+	if log == nil {
+		log = logging.Discard()
+	}
+	if opts.WaitInterval == 0 {
+		opts.WaitInterval = time.Second
+	}
+	timeout := opts.Config.Timeout
+	if timeout == 0 {
+		timeout = config.DefaultCertManagerTimeout
+	}
+	if opts.DryRun {
+		return ensureDryRun(ctx, c, opts, log)
+	}
+	probeErr := Probe(ctx, c)
+	if probeErr == nil {
+		log.Info("Skipping installing cert-manager as it is already installed")
+		return &Result{Action: ActionAlreadyWorking}, nil
+	}
+	log.V(1).Info("cert-manager probe failed", "reason", probeErr.Error())
+	if opts.Config.ExternallyProvisioned {
+		log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
+		if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval); err != nil {
+			return nil, fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
+		}
+		return &Result{Action: ActionExternal}, nil
+	}
+	own, err := Owner(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if own.Foreign && !own.Managed {
+		return nil, fmt.Errorf("a cert-manager that capctl/clusterctl did not install is present (CRD %s has no %s=%s label), and it does not work: %v. capctl will not install a second copy over it: repair it, or set cert-manager.externallyProvisioned: true in the config to wait for it",
+			CertificatesCRD, inventory.CoreLabel, CoreValue, probeErr)
+	}
+	comps, err := opts.Fetch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fetching cert-manager %s: %w", opts.Config.Version, err)
+	}
+	Prepare(comps.Objects, comps.Version)
+	log.Info("Installing cert-manager", "version", comps.Version)
+	res, err := install.Apply(ctx, c, comps.Objects, install.ApplyOptions{Source: "cert-manager " + comps.Version + " (" + comps.URL + ")", Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("installing cert-manager %s: %w; running the command again completes it", comps.Version, err)
+	}
+	log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
+	if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval); err != nil {
+		return nil, fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
+	}
+	return &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images}, nil
+}
+
+func ensureDryRun(ctx context.Context, c *cluster.Client, opts Options, log *logging.Logger) (*Result, error) {
+	own, err := Owner(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if own.Managed || own.Foreign || opts.Config.ExternallyProvisioned {
+		log.Info("cert-manager appears to be installed; a dry run does not probe it")
+		return &Result{Action: ActionWouldSkip, Version: own.Version}, nil
+	}
+	comps, err := opts.Fetch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fetching cert-manager %s: %w", opts.Config.Version, err)
+	}
+	Prepare(comps.Objects, comps.Version)
+	res, err := install.Apply(ctx, c, comps.Objects, install.ApplyOptions{Source: "cert-manager " + comps.Version, DryRun: true, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("dry run of cert-manager %s: %w", comps.Version, err)
+	}
+	return &Result{Action: ActionWouldInstall, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Unchecked: len(res.Unchecked)}, nil
+}
+
+// WaitError is a cert-manager wait that ran out of time, with the reasons found.
+type WaitError struct {
+	Timeout time.Duration
+	Probe   error
+	Pending []install.Check
+}
+
+func (e *WaitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "did not become available within %s: %v", e.Timeout, e.Probe)
+	for _, p := range e.Pending {
+		b.WriteString("\n  - ")
+		b.WriteString(p.Reason)
+	}
+	return b.String()
+}
+
+func (e *WaitError) Unwrap() error { return e.Probe }
+
+// waitProbe probes until it passes or timeout; objs (may be nil) are diagnosed on a timeout.
+func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := Probe(ctx, c)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().Add(interval).After(deadline) {
+			we := &WaitError{Timeout: timeout, Probe: err}
+			for _, ch := range install.Diagnose(ctx, c, objs, false) {
+				if !ch.Ready {
+					we.Pending = append(we.Pending, ch)
+				}
+			}
+			return we
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// UpgradePlan is clusterctl's cert-manager upgrade decision.
+type UpgradePlan struct {
+	// ExternallyManaged: no object carries clusterctl's cert-manager label; nothing to plan.
+	ExternallyManaged bool   `json:"externallyManaged"`
+	From              string `json:"from,omitempty"`
+	To                string `json:"to,omitempty"`
+	ShouldUpgrade     bool   `json:"shouldUpgrade"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+// PlanUpgrade compares the installed cert-manager objects (those labelled
+// clusterctl.cluster.x-k8s.io/core=cert-manager, of the kinds in desired) with desired:
+// a missing version annotation counts as v0.11.0; an older version (or the same with other build
+// metadata) upgrades; the same version upgrades only when the object count or the image set
+// differs; a newer one is kept.
+func PlanUpgrade(ctx context.Context, c *cluster.Client, desired *Components) (*UpgradePlan, error) {
+	installed, err := listInstalled(ctx, c, desired.Objects)
+	if err != nil {
+		return nil, err
+	}
+	plan := &UpgradePlan{To: desired.Version}
+	if len(installed) == 0 {
+		plan.ExternallyManaged = true
+		return plan, nil
+	}
+	want, err := semver.NewVersion(desired.Version)
+	if err != nil {
+		return nil, fmt.Errorf("configured cert-manager version %q is not a semantic version: %w", desired.Version, err)
+	}
+	lowest := ""
+	var lowestV *semver.Version
+	for _, u := range installed {
+		v := u.GetAnnotations()[VersionAnnotation]
+		if v == "" {
+			v = DefaultInstalledVersion
+		}
+		sv, err := semver.NewVersion(v)
+		if err != nil {
+			sv, _ = semver.NewVersion(DefaultInstalledVersion)
+		}
+		if lowestV == nil || sv.LessThan(lowestV) || (sv.Equal(lowestV) && sv.Metadata() != want.Metadata()) {
+			lowestV, lowest = sv, v
+		}
+	}
+	plan.From = lowest
+	switch {
+	case lowestV.LessThan(want):
+		plan.ShouldUpgrade, plan.Reason = true, "installed version is older"
+	case lowestV.Equal(want) && lowestV.Metadata() != want.Metadata():
+		plan.ShouldUpgrade, plan.Reason = true, "same version, different build"
+	case lowestV.Equal(want):
+		if len(installed) != len(desired.Objects) {
+			plan.ShouldUpgrade, plan.Reason = true, fmt.Sprintf("same version, but %d objects installed and %d configured", len(installed), len(desired.Objects))
+		} else if a, b := imagesOf(installed), imagesOf(desired.Objects); strings.Join(a, ",") != strings.Join(b, ",") {
+			plan.ShouldUpgrade, plan.Reason = true, "same version, different images"
+		}
+	default:
+		plan.Reason = "installed version is newer than the configured one"
+	}
+	return plan, nil
+}
+
+func listInstalled(ctx context.Context, c *cluster.Client, desired []unstructured.Unstructured) ([]unstructured.Unstructured, error) {
+	seen := map[string]bool{}
+	var out []unstructured.Unstructured
+	for _, d := range desired {
+		gvk := d.GroupVersionKind()
+		if seen[gvk.String()] || gvk.Kind == "Endpoints" || gvk.Kind == "EndpointSlice" {
+			continue
+		}
+		seen[gvk.String()] = true
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, client.MatchingLabels{inventory.CoreLabel: CoreValue}); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, fmt.Errorf("listing installed cert-manager %s objects: %w", gvk.Kind, err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+func imagesOf(objs []unstructured.Unstructured) []string {
+	set := map[string]bool{}
+	for _, u := range objs {
+		if u.GetKind() != "Deployment" && u.GetKind() != "DaemonSet" {
+			continue
+		}
+		for _, path := range [][]string{{"spec", "template", "spec", "containers"}, {"spec", "template", "spec", "initContainers"}} {
+			cs, _, _ := unstructured.NestedSlice(u.Object, path...)
+			for _, ci := range cs {
+				if m, ok := ci.(map[string]any); ok {
+					if img, ok := m["image"].(string); ok {
+						set[img] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
