@@ -93,8 +93,11 @@ func TestLifecycle(t *testing.T) {
 	// 2. Ensure installs the configured version, labelled as clusterctl labels it.
 	fetched := 0
 	opts := certmanager.Options{
-		Config:       config.CertManager{Version: "v1.21.1", Timeout: 30 * time.Second},
-		Fetch:        func(context.Context) (*certmanager.Components, error) { fetched++; return fixtureComponents(t, "v1.21.1"), nil },
+		Config: config.CertManager{Version: "v1.21.1", Timeout: 30 * time.Second},
+		Fetch: func(context.Context) (*certmanager.Components, error) {
+			fetched++
+			return fixtureComponents(t, "v1.21.1"), nil
+		},
 		WaitInterval: 100 * time.Millisecond,
 	}
 	res, err := certmanager.Ensure(ctx, c, opts)
