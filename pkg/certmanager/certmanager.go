@@ -477,22 +477,14 @@ func imagesOf(objs []unstructured.Unstructured) []string {
 	return out
 }
 
-// Fetch reads the configured cert-manager components through the repository machinery (overrides
-// folder, cache, GitHub or local repository), applies the `images:` overrides for the
-// "cert-manager" component and returns them sorted for install (not yet labelled: see Prepare).
-func Fetch(ctx context.Context, repo *repository.Client, cm config.CertManager, images map[string]config.ImageOverride) (*Components, error) {
-	p := repository.Provider{Name: CoreValue, URL: cm.URL}
-	data, err := repo.GetFile(ctx, p, cm.Version, p.ComponentsFile())
+// Fetch reads the configured cert-manager components (`cert-manager.url` / `.version`) through the
+// repository machinery (overrides folder, cache, GitHub or local repository), with the `images:`
+// overrides for the "cert-manager" component applied, sorted for install (not yet labelled: see
+// Prepare). Version "" is the configured version.
+func Fetch(ctx context.Context, repo *repository.Client, version string) (*Components, error) {
+	cm, err := repo.CertManager(ctx, version)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := repository.ParseYAML(cm.URL, data)
-	if err != nil {
-		return nil, err
-	}
-	if err := repository.ApplyImageOverrides(objs, ImagesComponent, images); err != nil {
-		return nil, fmt.Errorf("cert-manager image overrides: %w", err)
-	}
-	repository.SortForInstall(objs)
-	return &Components{Version: cm.Version, URL: cm.URL, Objects: objs, Images: repository.Images(objs)}, nil
+	return &Components{Version: cm.Version, URL: cm.URL, Objects: cm.Objects, Images: cm.Images}, nil
 }
