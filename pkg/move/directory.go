@@ -247,7 +247,11 @@ func ReadBackup(dir string) (*Manifest, *Graph, error) {
 			continue
 		}
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		js, err := yaml.YAMLToJSON(data)
+		if err == nil {
+			err = u.UnmarshalJSON(js) // integers stay integers, as the API server returns them
+		}
+		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", mo.File, err))
 			continue
 		}

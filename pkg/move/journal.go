@@ -71,6 +71,38 @@ func readJournal(ctx context.Context, c client.Client, ns string) (*journal, err
 	return j, nil
 }
 
+// findJournal looks for the journal of an unfinished move in every namespace (one LIST), for
+// --resume. With several, the namespace decides.
+func findJournal(ctx context.Context, c client.Client, preferNS string) (*journal, error) {
+	list := &corev1.ConfigMapList{}
+	if err := c.List(ctx, list, client.HasLabels{JournalLabel}); err != nil {
+		return nil, fmt.Errorf("looking for the journal of an unfinished move: %w", err)
+	}
+	var found []*journal
+	var where []string
+	for _, cm := range list.Items {
+		if cm.Name != JournalName {
+			continue
+		}
+		j := &journal{}
+		if err := json.Unmarshal([]byte(cm.Data["journal"]), j); err != nil {
+			return nil, fmt.Errorf("the move journal %s/%s is unreadable (%v); delete it only if no move is half done", cm.Namespace, JournalName, err)
+		}
+		if cm.Namespace == preferNS {
+			return j, nil
+		}
+		found = append(found, j)
+		where = append(where, cm.Namespace+" ("+j.Scope.String()+")")
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("several unfinished moves are recorded, in namespaces %v: pass -n with the one to resume", where)
+}
+
 func writeJournal(ctx context.Context, c client.Client, ns string, j *journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {

@@ -170,13 +170,18 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	if opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces {
 		opts.Scope.Namespace = src.Namespace
 	}
-	j, err := readJournal(ctx, src, journalNamespace(opts.Scope))
+	var j *journal
+	if opts.Resume {
+		j, err = findJournal(ctx, src, journalNamespace(opts.Scope))
+	} else {
+		j, err = readJournal(ctx, src, journalNamespace(opts.Scope))
+	}
 	if err != nil {
 		return rep, err
 	}
 	switch {
 	case j == nil && opts.Resume:
-		return rep, fmt.Errorf("--resume: no unfinished move recorded in namespace %s of %s (ConfigMap %s); nothing to resume", journalNamespace(opts.Scope), src.Config.Host, JournalName)
+		return rep, fmt.Errorf("--resume: no unfinished move is recorded in %s (no ConfigMap %s in any namespace); nothing to resume", src.Config.Host, JournalName)
 	case j != nil && j.TargetID != dstID:
 		return rep, fmt.Errorf("an unfinished move (%s, started %s, phase %s) of %s is recorded towards another target cluster (%s); finish it first: re-run with --resume and that cluster's kubeconfig",
 			j.MoveID, j.Started.Format(time.RFC3339), j.Phase, j.Scope, j.Target)

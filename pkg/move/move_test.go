@@ -16,11 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	code := m.Run()
 	for _, stop := range stopShared {
 		stop()
