@@ -43,6 +43,10 @@ type Options struct {
 	GitHubDownloadURL string
 	// GitHubToken authenticates API calls. Empty: GITHUB_TOKEN from the environment or the config.
 	GitHubToken string
+	// GoProxy is a Go module proxy URL used to list GitHub versions without API calls (clusterctl
+	// does the same); "" lists through the GitHub API. Commands set it from GOPROXY with
+	// GoProxyFromEnv. Proxy failures fall back to the API.
+	GoProxy string
 	// CacheDir holds downloaded files and version lists. Empty: config.CacheDir(). "-" disables
 	// the disk cache.
 	CacheDir string
@@ -163,7 +167,8 @@ func (c *Client) source(p Provider) (source, *location, error) {
 		if dl == "" {
 			dl = "https://" + loc.host
 		}
-		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: c.token != ""}
+		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: c.token != "",
+			goproxy: c.opts.GoProxy, log: func(msg string, kv ...any) { c.log.V(1).Info(msg, kv...) }}
 	}
 	c.sources[p.URL] = s
 	return s, loc, nil

@@ -23,8 +23,10 @@
 // trusted for "latest", default 10m), Offline (no network at all), RetryAttempts/RetryBackoff.
 //
 // Repository URLs (a provider's URL names its components file):
-//   - GitHub: https://github.com/OWNER/REPO/releases/{latest|TAG}/FILE. Versions come from the
-//     releases API (100 releases per call; drafts skipped); files are downloaded by plain HTTPS from
+//   - GitHub: https://github.com/OWNER/REPO/releases/{latest|TAG}/FILE. Versions come from the Go
+//     module proxy when Options.GoProxy is set ({proxy}/github.com/OWNER/REPO/@v/list, /v2/...: no
+//     API call; GoProxyFromEnv reads GOPROXY as clusterctl does), else (or when the proxy fails)
+//     from the releases API (100 releases per call; drafts skipped); files are downloaded by plain HTTPS from
 //     https://github.com/OWNER/REPO/releases/download/TAG/FILE (no API quota), falling back to the
 //     API (release by tag, then the asset) when that fails or a token is set and the plain
 //     download 404s. Network errors and 5xx answers are retried with exponential backoff; 4xx are

@@ -31,6 +31,8 @@ type githubSource struct {
 	owner, repo  string
 	rootPath     string
 	hasToken     bool
+	goproxy      string // Go module proxy base URL for version listing; "" = GitHub API
+	log          func(msg string, kv ...any)
 
 	mu       sync.Mutex
 	releases map[string]*github.RepositoryRelease // by tag, filled by listing or GetReleaseByTag
@@ -46,6 +48,16 @@ func (g *githubSource) fileURL(version, file string) string {
 }
 
 func (g *githubSource) versions(ctx context.Context) ([]string, error) {
+	if g.goproxy != "" {
+		vs, err := g.proxyVersions(ctx)
+		if err == nil && len(vs) > 0 {
+			return vs, nil
+		}
+		// As clusterctl: any proxy problem falls back to the GitHub API.
+		if g.log != nil {
+			g.log("Go module proxy did not list versions, using the GitHub API", "repository", g.owner+"/"+g.repo, "error", fmt.Sprint(err))
+		}
+	}
 	what := fmt.Sprintf("listing releases of %s/%s", g.owner, g.repo)
 	opts := &github.ListOptions{PerPage: 100}
 	var out []string
@@ -319,4 +331,90 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		wait *= 2
 	}
+}
+
+// proxyVersions lists tags through the Go module proxy protocol, costing no GitHub API call:
+// {proxy}/github.com/OWNER/REPO/@v/list, then /v2/@v/list, /v3/... until one is missing. Tags
+// without a published release show up here; resolution skips them when their metadata.yaml is
+// missing.
+func (g *githubSource) proxyVersions(ctx context.Context) ([]string, error) {
+	base := strings.TrimRight(g.goproxy, "/") + "/" + escapeModulePath("github.com/"+g.owner+"/"+g.repo)
+	var out []string
+	for major := 1; major < 100; major++ {
+		u := base + "/@v/list"
+		if major > 1 {
+			u = fmt.Sprintf("%s/v%d/@v/list", base, major)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := g.http.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		body, err := readLimited(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone {
+			if major == 1 {
+				// No v0/v1 module: higher majors may still exist (a /v2 module path).
+				continue
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", u, resp.Status)
+		}
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, line := range strings.Split(string(body), "\n") {
+			v := strings.TrimSuffix(strings.TrimSpace(line), "+incompatible")
+			if _, err := semver.NewVersion(v); err == nil && strings.HasPrefix(v, "v") {
+				out = append(out, v)
+				found = true
+			}
+		}
+		if !found && major > 1 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// escapeModulePath applies the module proxy's case encoding: an upper-case letter becomes '!'
+// followed by its lower-case form.
+func escapeModulePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('!')
+			b.WriteRune(r + ('a' - 'A'))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// GoProxyFromEnv interprets a GOPROXY value as clusterctl does: the first entry of a ','/'|' list;
+// "off" or "direct" mean no proxy (""); empty means https://proxy.golang.org; a bare host gets
+// https://.
+func GoProxyFromEnv(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "https://proxy.golang.org"
+	}
+	if i := strings.IndexAny(v, ",|"); i >= 0 {
+		v = v[:i]
+	}
+	switch v {
+	case "off", "direct":
+		return ""
+	}
+	if !strings.Contains(v, "://") {
+		v = "https://" + v
+	}
+	return v
 }

@@ -32,6 +32,9 @@ type fakeGitHub struct {
 	mu                       sync.Mutex
 	authHeaders              []string
 	downloadAuth             []string
+	proxy                    atomic.Int64
+	proxyTags                map[string]string // module path -> @v/list body
+	proxyFail                atomic.Bool
 	rateLimited              atomic.Int64 // answer this status with X-RateLimit-Remaining: 0
 	failNext                 atomic.Int64 // answer 503 this many times
 }
@@ -45,7 +48,7 @@ type fakeRelease struct {
 func (f *fakeGitHub) total() int64 { return f.api.Load() + f.downloads.Load() + f.assetAPI.Load() }
 
 func newFakeGitHub(t testing.TB) *fakeGitHub {
-	f := &fakeGitHub{t: t, releases: map[string][]fakeRelease{}, files: map[string]string{}}
+	f := &fakeGitHub{t: t, releases: map[string][]fakeRelease{}, files: map[string]string{}, proxyTags: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -92,6 +95,20 @@ func (f *fakeGitHub) content(key string) ([]byte, bool) {
 }
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/proxy/") {
+		f.proxy.Add(1)
+		mod, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/@v/list")
+		body, found := f.proxyTags[mod]
+		switch {
+		case f.proxyFail.Load():
+			http.Error(w, "proxy down", http.StatusBadGateway)
+		case !ok || !found:
+			http.Error(w, "not found", http.StatusNotFound)
+		default:
+			_, _ = w.Write([]byte(body))
+		}
+		return
+	}
 	if code := f.rateLimited.Load(); code != 0 {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			f.api.Add(1)
@@ -499,6 +516,62 @@ func BenchmarkVersionListingAPICalls(b *testing.B) {
 		}
 		hot += gh.api.Load() - before
 	}
+	// With a Go module proxy, as capctl commands use by default.
+	gh.proxyTags["github.com/acme/infra"] = func() string {
+		var sb strings.Builder
+		for i := 1; i <= 150; i++ {
+			fmt.Fprintf(&sb, "v0.%d.0\n", i)
+		}
+		return sb.String()
+	}()
+	var viaProxy int64
+	for i := 0; i < b.N; i++ {
+		opts := gh.options(filepath.Join(b.TempDir(), fmt.Sprint("proxy", i)))
+		opts.GoProxy = gh.srv.URL + "/proxy"
+		c, _ := New(cfg, opts)
+		p, _ := c.Provider("acme", provider.InfrastructureProviderType)
+		before := gh.api.Load()
+		if _, err := c.Resolve(context.Background(), p, "", ResolveOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		viaProxy += gh.api.Load() - before
+	}
+	b.ReportMetric(float64(viaProxy)/float64(b.N), "api-calls/cold-latest-goproxy")
 	b.ReportMetric(float64(cold)/float64(b.N), "api-calls/cold-latest")
 	b.ReportMetric(float64(hot)/float64(2*b.N), "api-calls/warm-latest")
+}
+
+func TestGoProxyListingCostsNoAPICall(t *testing.T) {
+	gh := newFakeGitHub(t)
+	gh.addFixtureCAPI(fixtureRepo(t))
+	// The proxy lists tags, including v1.14.1 (a broken release) and v1.15.0 (tag, draft release).
+	gh.proxyTags["github.com/kubernetes-sigs/cluster-api"] = "v1.10.10\nv1.12.11\nv1.13.4\nv1.13.5\nv1.14.0\nv1.14.1\nv1.15.0\nnot-a-version\n"
+	opts := gh.options("")
+	opts.GoProxy = gh.srv.URL + "/proxy"
+	c := newTestClient(t, loadConfig(t, "", nil), opts)
+	core, _ := c.Provider("cluster-api", provider.CoreProviderType)
+	r, err := c.Resolve(context.Background(), core, "", ResolveOptions{})
+	if err != nil || r.Version != "v1.14.0" {
+		t.Fatalf("latest through the proxy: %+v %v", r, err)
+	}
+	if gh.api.Load() != 0 {
+		t.Errorf("version listing through the proxy cost %d GitHub API calls, want 0", gh.api.Load())
+	}
+	if gh.proxy.Load() != 2 { // @v/list and /v2/@v/list (404)
+		t.Errorf("proxy requests: %d", gh.proxy.Load())
+	}
+	// A failing proxy falls back to the API.
+	gh.proxyFail.Store(true)
+	c = newTestClient(t, loadConfig(t, "", nil), opts)
+	if r, err := c.Resolve(context.Background(), core, "", ResolveOptions{}); err != nil || r.Version != "v1.14.0" || gh.api.Load() != 1 {
+		t.Errorf("proxy down: %+v %v, %d API calls", r, err, gh.api.Load())
+	}
+	if got := escapeModulePath("github.com/HuaweiCloudDeveloper/x"); got != "github.com/!huawei!cloud!developer/x" {
+		t.Errorf("escape: %s", got)
+	}
+	for in, want := range map[string]string{"": "https://proxy.golang.org", "off": "", "direct": "", "proxy.example.com,direct": "https://proxy.example.com", "http://p:3000|off": "http://p:3000"} {
+		if got := GoProxyFromEnv(in); got != want {
+			t.Errorf("GoProxyFromEnv(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
