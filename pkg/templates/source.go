@@ -1,0 +1,145 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// MaxTemplateSize bounds what a --from source may return (a template is text; 64 MiB is plenty).
+const MaxTemplateSize = 64 << 20
+
+// FetchOptions tune Fetch.
+type FetchOptions struct {
+	// HTTPClient downloads URLs; nil uses a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Stdin is read for "-".
+	Stdin io.Reader
+	// GitHubToken, when set, is sent to github.com and raw.githubusercontent.com (private
+	// repositories); never to other hosts.
+	GitHubToken string
+	// RawGitHubURL replaces https://raw.githubusercontent.com (tests, GitHub Enterprise).
+	RawGitHubURL string
+}
+
+// Fetch reads a template given as --from: "-" (stdin), a local path or file:// URL, an http(s)
+// URL, or a GitHub blob page URL (https://github.com/OWNER/REPO/blob/REF/PATH), which is read from
+// its raw form. It returns the bytes and the name to use in messages.
+func Fetch(ctx context.Context, from string, opts FetchOptions) ([]byte, string, error) {
+	switch {
+	case from == "-":
+		if opts.Stdin == nil {
+			return nil, "", errors.New("--from -: no standard input")
+		}
+		b, err := io.ReadAll(io.LimitReader(opts.Stdin, MaxTemplateSize+1))
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the template from standard input: %w", err)
+		}
+		if len(b) > MaxTemplateSize {
+			return nil, "", fmt.Errorf("template on standard input is larger than %d bytes", MaxTemplateSize)
+		}
+		return b, "<stdin>", nil
+	case strings.HasPrefix(from, "http://") || strings.HasPrefix(from, "https://"):
+		u, err := url.Parse(from)
+		if err != nil {
+			return nil, "", fmt.Errorf("--from %s: not a valid URL: %w", from, err)
+		}
+		if raw, ok := GitHubRawURL(u, opts.RawGitHubURL); ok {
+			b, err := download(ctx, opts, raw, true)
+			if err != nil {
+				return nil, "", fmt.Errorf("fetching %s (as %s): %w", from, raw, err)
+			}
+			return b, from, nil
+		}
+		b, err := download(ctx, opts, u.String(), isGitHubHost(u.Host))
+		if err != nil {
+			return nil, "", fmt.Errorf("fetching %s: %w", from, err)
+		}
+		return b, from, nil
+	default:
+		p := from
+		if strings.HasPrefix(p, "file://") {
+			u, err := url.Parse(p)
+			if err != nil {
+				return nil, "", fmt.Errorf("--from %s: %w", from, err)
+			}
+			p = u.Path
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, "", fmt.Errorf("template file %s: %w", p, err)
+		}
+		if st.IsDir() {
+			return nil, "", fmt.Errorf("template file %s is a directory; --from takes a file, an URL or -", p)
+		}
+		if st.Size() > MaxTemplateSize {
+			return nil, "", fmt.Errorf("template file %s is larger than %d bytes", p, MaxTemplateSize)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading template file %s: %w", p, err)
+		}
+		return b, p, nil
+	}
+}
+
+func isGitHubHost(h string) bool {
+	return h == "github.com" || h == "raw.githubusercontent.com"
+}
+
+// GitHubRawURL turns a GitHub file page URL https://github.com/OWNER/REPO/blob/REF/PATH into the
+// URL of the file's content on rawBase (default https://raw.githubusercontent.com):
+// {rawBase}/OWNER/REPO/REF/PATH. Other URLs are not GitHub blob pages (ok is false).
+func GitHubRawURL(u *url.URL, rawBase string) (string, bool) {
+	if u.Host != "github.com" && u.Host != "www.github.com" {
+		return "", false
+	}
+	parts := strings.SplitN(strings.TrimPrefix(u.Path, "/"), "/", 5)
+	if len(parts) < 5 || parts[2] != "blob" || parts[0] == "" || parts[1] == "" || parts[3] == "" || parts[4] == "" {
+		return "", false
+	}
+	if rawBase == "" {
+		rawBase = "https://raw.githubusercontent.com"
+	}
+	return strings.TrimRight(rawBase, "/") + "/" + strings.Join([]string{parts[0], parts[1], parts[3], parts[4]}, "/"), true
+}
+
+func download(ctx context.Context, opts FetchOptions, rawURL string, github bool) ([]byte, error) {
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if github && opts.GitHubToken != "" {
+		req.Header.Set("Authorization", "token "+opts.GitHubToken)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		hint := ""
+		if resp.StatusCode == http.StatusNotFound {
+			hint = " (check the URL; a private GitHub repository needs GITHUB_TOKEN)"
+		}
+		return nil, fmt.Errorf("HTTP %s%s", resp.Status, hint)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxTemplateSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	if len(b) > MaxTemplateSize {
+		return nil, fmt.Errorf("response larger than %d bytes", MaxTemplateSize)
+	}
+	return b, nil
+}
