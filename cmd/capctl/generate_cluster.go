@@ -118,6 +118,7 @@ type generateClusterOptions struct {
 	listVariables     bool
 	writeTo           string
 	output            string
+	offline           bool
 	vars              variableFlags
 
 	cpSet, workerSet bool
@@ -169,6 +170,7 @@ added to the output.`,
 	fl.BoolVar(&o.listVariables, "list-variables", false, "List the variables the template needs (required, then optional with defaults) instead of generating")
 	fl.StringVar(&o.writeTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
 	fl.StringVarP(&o.output, "output", "o", "yaml", "Output format: yaml or json (a v1 List)")
+	fl.BoolVar(&o.offline, "offline", false, "Read provider templates only from local repositories, the overrides folder and the cache (no network)")
 	o.vars.add(cmd)
 	return cmd
 }
@@ -318,7 +320,7 @@ func (o *generateClusterOptions) run(ctx context.Context, f *factory) error {
 		}
 	}
 	if repoSource {
-		rc, err := f.repositoryClient(ctx, false)
+		rc, err := f.repositoryClient(ctx, o.offline)
 		if err != nil {
 			return err
 		}

@@ -358,4 +358,3 @@ func kindsOf(t *testing.T, out string) string {
 	}
 	return strings.Join(kinds, ",")
 }
-
