@@ -18,7 +18,7 @@ export KUBEBUILDER_ASSETS := $(CAPCTL_ENVTEST_DIR)
 GO_TEST_FLAGS ?= -timeout 45m
 BENCH         ?= .
 
-.PHONY: help build install test unit envtest-bins bench demo fmt vet fuzz release-snapshot clean
+.PHONY: help build install test unit envtest-bins bench demo examples fmt vet fuzz release-snapshot clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ bench: envtest-bins ## Run the benchmarks (real API servers) and print their fig
 
 demo: envtest-bins build ## Run the end-to-end demo on throwaway API servers
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi
+
+examples: ## Regenerate the demo's provider repository (examples/repository) with controller-gen
+	hack/gen-examples.sh
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
