@@ -28,8 +28,8 @@ func (f *factory) repositoryClient(ctx context.Context, offline bool) (*reposito
 	opts := repository.Options{
 		GitHubAPIURL:      os.Getenv(envGitHubAPIURL),
 		GitHubDownloadURL: os.Getenv(envGitHubDownloadURL),
-		// Versions are listed through the Go module proxy (no GitHub API quota), as clusterctl does.
-		GoProxy: repository.GoProxyFromEnv(os.Getenv("GOPROXY")),
+		// GoProxy stays empty: versions are listed through the proxy GOPROXY names (no GitHub API
+		// quota), as clusterctl does.
 		Offline: offline,
 		Logger:  f.Logger(),
 	}

@@ -44,8 +44,9 @@ type Options struct {
 	// GitHubToken authenticates API calls. Empty: GITHUB_TOKEN from the environment or the config.
 	GitHubToken string
 	// GoProxy is a Go module proxy URL used to list GitHub versions without API calls (clusterctl
-	// does the same); "" lists through the GitHub API. Commands set it from GOPROXY with
-	// GoProxyFromEnv. Proxy failures fall back to the API.
+	// does the same). Empty: from the GOPROXY environment variable (GoProxyFromEnv: default
+	// https://proxy.golang.org); "off" lists through the GitHub API. Proxy failures fall back to
+	// the API.
 	GoProxy string
 	// CacheDir holds downloaded files and version lists. Empty: config.CacheDir(). "-" disables
 	// the disk cache.
@@ -101,6 +102,12 @@ func New(cfg *config.Config, opts Options) (*Client, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	switch opts.GoProxy {
+	case "":
+		opts.GoProxy = GoProxyFromEnv(os.Getenv("GOPROXY"))
+	case "off", "direct":
+		opts.GoProxy = ""
 	}
 	c := &Client{
 		cfg: cfg, opts: opts, registry: reg,
@@ -667,4 +674,35 @@ func (c *Client) markUnpublished(p Provider, v string) {
 	if err := c.cache.putVersions(s.cacheKey(), snapshot); err != nil {
 		c.log.V(1).Info("Could not cache the version list", "error", err.Error())
 	}
+}
+
+// ListFiles names the files of version of p: the repository's files (a local version folder, the
+// assets of a GitHub release; offline, the cached files) together with files in the overrides
+// folder, sorted.
+func (c *Client) ListFiles(ctx context.Context, p Provider, version string) ([]string, error) {
+	s, _, err := c.source(p)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	if s.cacheKey() != "" && c.opts.Offline {
+		files = c.cache.listFiles(s.cacheKey(), version)
+	} else if files, err = s.listFiles(ctx, version); err != nil {
+		return nil, fmt.Errorf("listing the files of %s %s: %w", p, version, err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f] = true
+	}
+	if dir, err := safeJoin(c.overridesFolder(), p.ManifestLabel(), version); err == nil {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.Type().IsRegular() && !seen[e.Name()] {
+				seen[e.Name()] = true
+				files = append(files, e.Name())
+			}
+		}
+	}
+	sort.Strings(files)
+	return files, nil
 }

@@ -16,8 +16,10 @@
 //	versions, err := c.Versions(ctx, p)                     // newest first
 //	rel, err := c.Resolve(ctx, p, "", repository.ResolveOptions{}) // "" = version in the URL
 //	data, err := c.GetFile(ctx, p, rel.Version, "cluster-template.yaml")
+//	files, err := c.ListFiles(ctx, p, rel.Version)          // repository files + overrides
 //
-// Options: HTTPClient, GitHubAPIURL / GitHubDownloadURL (GitHub Enterprise, tests), GitHubToken
+// Options: HTTPClient, GitHubAPIURL / GitHubDownloadURL (GitHub Enterprise, tests), GoProxy
+// (default: from GOPROXY; "off" lists versions through the GitHub API), GitHubToken
 // (default: GITHUB_TOKEN from the environment or the config), CacheDir (default
 // config.CacheDir()/repositories, "-" disables it), VersionsTTL (how long a listed version set is
 // trusted for "latest", default 10m), Offline (no network at all), RetryAttempts/RetryBackoff.

@@ -234,6 +234,7 @@ func (f *fakeGitHub) options(cacheDir string) Options {
 		GitHubDownloadURL: f.srv.URL + "/dl",
 		CacheDir:          cacheDir,
 		RetryBackoff:      time.Millisecond,
+		GoProxy:           "off",
 	}
 }
 
@@ -304,7 +305,7 @@ func TestGitHubLatestPinsCacheAndZeroRequestReruns(t *testing.T) {
 
 	// After the TTL the list is fetched again (one call).
 	c3 := newTestClient(t, cfg, Options{
-		GitHubAPIURL: gh.srv.URL + "/api/", GitHubDownloadURL: gh.srv.URL + "/dl", CacheDir: cacheDir,
+		GitHubAPIURL: gh.srv.URL + "/api/", GitHubDownloadURL: gh.srv.URL + "/dl", CacheDir: cacheDir, GoProxy: "off",
 		Now: func() time.Time { return time.Now().Add(time.Hour) },
 	})
 	apiBefore := gh.api.Load()

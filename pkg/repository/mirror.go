@@ -104,15 +104,9 @@ func (c *Client) mirrorFiles(ctx context.Context, p Provider, version string) ([
 	if p.Type != provider.InfrastructureProviderType {
 		return want, nil
 	}
-	s, _, err := c.source(p)
+	all, err := c.ListFiles(ctx, p, version)
 	if err != nil {
 		return nil, err
-	}
-	var all []string
-	if s.cacheKey() != "" && c.opts.Offline {
-		all = c.cache.listFiles(s.cacheKey(), version)
-	} else if all, err = s.listFiles(ctx, version); err != nil {
-		return nil, fmt.Errorf("listing the files of %s %s: %w", p, version, err)
 	}
 	for _, f := range all {
 		if (strings.HasPrefix(f, "cluster-template") || strings.HasPrefix(f, "clusterclass")) && strings.HasSuffix(f, ".yaml") {

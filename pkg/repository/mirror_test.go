@@ -106,3 +106,21 @@ func TestMirrorFromGitHubThenUseOffline(t *testing.T) {
 		t.Error("using the mirror touched GitHub")
 	}
 }
+
+func TestListFilesMergesOverrides(t *testing.T) {
+	ov := t.TempDir()
+	cfg := fixtureConfig(t, "overridesFolder: "+ov+"\n")
+	writeTestFile(t, filepath.Join(ov, "infrastructure-docker", "v1.14.0", "cluster-template-mine.yaml"), "kind: X\n")
+	c := newTestClient(t, cfg, Options{Offline: true})
+	p, _ := c.Provider("docker", provider.InfrastructureProviderType)
+	files, err := c.ListFiles(context.Background(), p, "v1.14.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(files, ",")
+	for _, want := range []string{"cluster-template-mine.yaml", "cluster-template-development.yaml", "infrastructure-components.yaml", "metadata.yaml"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ListFiles lacks %s: %s", want, got)
+		}
+	}
+}

@@ -34,7 +34,12 @@ func (p Provider) RepositoryURL() string {
 	return u
 }
 
-func (p Provider) String() string { return fmt.Sprintf("%s %q", p.Type, p.Name) }
+func (p Provider) String() string {
+	if p.Type == "" {
+		return p.Name
+	}
+	return fmt.Sprintf("%s %q", p.Type, p.Name)
+}
 
 type builtin struct {
 	t    provider.Type
