@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/templates"
 )
 
 // noCluster makes sure no kubeconfig is found, so the commands work without a management cluster.
@@ -319,6 +321,18 @@ func TestGenerateClusterAgainstManagementCluster(t *testing.T) {
 	_, errOut, code = runCapctl(t, "generate", "cluster", "c1", "--config", cfg, "--kubeconfig", env.Kubeconfig, "--from-config-map", "tmpl", "--from-config-map-key", "nope")
 	if code == 0 || !strings.Contains(errOut, `does not have the "nope" data key`) {
 		t.Errorf("bad key: %d %s", code, errOut)
+	}
+
+	// A ClusterClass file some of whose objects exist while the class does not: refused, naming
+	// the object (clusterctl's rule: never emit a partial class).
+	tmpl := []byte("apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  topology:\n    classRef:\n      name: partial\n")
+	classFile := []byte("apiVersion: cluster.x-k8s.io/v1beta2\nkind: ClusterClass\nmetadata:\n  name: partial\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tmpl\n")
+	_, err := templates.Render(ctx, templates.Input{Name: "t.yaml", Template: tmpl, TargetNamespace: "default", Cluster: env.Client,
+		ClusterClass: func(context.Context, string) ([]byte, string, error) {
+			return classFile, "clusterclass-partial.yaml", nil
+		}})
+	if err == nil || !strings.Contains(err.Error(), "default/tmpl") || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("partial class: %v", err)
 	}
 
 	// Two infrastructure providers: no default.

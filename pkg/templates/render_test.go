@@ -349,3 +349,24 @@ func TestMergeVariables(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// BenchmarkRenderDevelopment renders the development flavor of infrastructure-docker v1.14.0 with
+// its ClusterClass (substitution, parsing, namespace fix) and prints it as YAML.
+func BenchmarkRenderDevelopment(b *testing.B) {
+	dir := filepath.Join(testenv.FixturesDir(b), "repository", "infrastructure-docker", "v1.14.0")
+	raw, err := os.ReadFile(filepath.Join(dir, "cluster-template-development.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Render(context.Background(), Input{Name: "t", Template: raw, TargetNamespace: "team-a",
+			Lookup: variables.FromMap(goldenVars), ClusterClass: classFromDir(dir)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := YAML(res.Objects); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
