@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -246,7 +247,7 @@ func (c *Client) Versions(ctx context.Context, p Provider) ([]string, error) {
 			c.log.V(5).Info("Listing versions", "repository", s.String())
 			vs, err = s.versions(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("listing versions of %s: %w", p, err)
+				return nil, fmt.Errorf("listing versions of %s: %w%s", p, err, networkHint(err))
 			}
 			cv := &cachedVersions{Fetched: c.opts.Now(), Versions: vs}
 			if err := c.cache.putVersions(key, *cv); err != nil {
@@ -341,7 +342,7 @@ func (c *Client) getFile(ctx context.Context, p Provider, version, file string) 
 	c.log.V(5).Info("Fetching", "file", file, "provider", p.ManifestLabel(), "version", version)
 	b, err = s.getFile(ctx, version, file)
 	if err != nil {
-		return nil, "", fmt.Errorf("fetching %s of %s %s from %s: %w", file, p, version, s.fileURL(version, file), err)
+		return nil, "", fmt.Errorf("fetching %s of %s %s from %s: %w%s", file, p, version, s.fileURL(version, file), err, networkHint(err))
 	}
 	if err := c.cache.putFile(key, version, file, b); err != nil {
 		c.log.V(1).Info("Could not cache a file", "error", err.Error())
@@ -705,4 +706,14 @@ func (c *Client) ListFiles(ctx context.Context, p Provider, version string) ([]s
 	}
 	sort.Strings(files)
 	return files, nil
+}
+
+// networkHint adds what to do when a request never got an answer (DNS, refused, timeout).
+func networkHint(err error) string {
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return " (the network is unreachable from here: check connectivity and proxy settings, or work offline from the cache or a local repository, see `capctl repository mirror`)"
+	}
+	return ""
 }
