@@ -244,6 +244,8 @@ type Result struct {
 	Images  []string `json:"images,omitempty"`
 	// Unchecked counts dry-run objects the server could not check (see install.Result).
 	Unchecked int `json:"unchecked,omitempty"`
+	// Objects installed (or, in a dry run, that would be), labelled.
+	Objects []unstructured.Unstructured `json:"-"`
 }
 
 // Ensure makes sure a working cert-manager is there, as clusterctl init does (see the package doc).
@@ -297,7 +299,7 @@ func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, erro
 	if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval); err != nil {
 		return nil, fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
 	}
-	return &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images}, nil
+	return &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Objects: comps.Objects}, nil
 }
 
 func ensureDryRun(ctx context.Context, c *cluster.Client, opts Options, log *logging.Logger) (*Result, error) {
@@ -318,7 +320,7 @@ func ensureDryRun(ctx context.Context, c *cluster.Client, opts Options, log *log
 	if err != nil {
 		return nil, fmt.Errorf("dry run of cert-manager %s: %w", comps.Version, err)
 	}
-	return &Result{Action: ActionWouldInstall, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Unchecked: len(res.Unchecked)}, nil
+	return &Result{Action: ActionWouldInstall, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Unchecked: len(res.Unchecked), Objects: comps.Objects}, nil
 }
 
 // WaitError is a cert-manager wait that ran out of time, with the reasons found.

@@ -1,3 +1,29 @@
-// Package initialize owns `capctl init`: installing cert-manager and the chosen providers into a management
-// cluster and recording them in the clusterctl-compatible Provider inventory.
+// Package initialize owns `capctl init`: installing cert-manager and the chosen providers into a
+// management cluster and recording them in the clusterctl-compatible Provider inventory
+// (clusterctl-spec §5–7).
+//
+// Init (one call per run) does, in order:
+//
+//  1. parse the requests (ParseRequests: name[:version] per type; `-` opts out of a default);
+//  2. ensure the inventory CRD, check that an installed Cluster API stores v1beta2, read the
+//     inventory; with no core provider installed this is a first run, and cluster-api, kubeadm
+//     bootstrap and kubeadm control plane are added unless named;
+//  3. resolve every provider's version and contract (pkg/repository); a provider already installed
+//     at the same version and namespace is skipped (an identical re-run is a no-op that says so),
+//     at another version is an error pointing to `capctl upgrade apply`;
+//  4. fetch and process components: variables (pkg/variables), target namespace, image overrides,
+//     clusterctl's labels, install order;
+//  5. validate (unless Validate is false): one instance per provider, the core's contract is
+//     v1beta2 and every provider's contract is compatible with it, CRD names are <plural>.<group>;
+//  6. cert-manager (pkg/certmanager): skip when working, install and wait otherwise;
+//  7. install providers in type order with pkg/install, each followed by its inventory entry, so a
+//     provider appears in the inventory only when all its objects are applied;
+//  8. wait (by default) for the providers' Deployments, webhook endpoints and CA injection.
+//
+// A failure part-way returns an *IncompleteError listing what is installed, what was partly
+// applied and the command that completes the installation. DryRun sends every write as a
+// server-side dry run and writes no inventory.
+//
+// ListImages resolves the same providers without touching a cluster when none is given, and
+// returns every image the providers (and cert-manager, when it would be installed) would run.
 package initialize

@@ -71,6 +71,10 @@ type ApplyOptions struct {
 	Log *logging.Logger
 	// OnApplied is called after each object was applied (progress bars, tests).
 	OnApplied func(ref ObjectRef, done, total int)
+	// PendingCRDs are CRDs an earlier step of the same run installs (or, in a dry run, would have
+	// installed): their kinds count as known, and in a dry run objects of those kinds are reported
+	// as unchecked rather than refused.
+	PendingCRDs []unstructured.Unstructured
 }
 
 // Result says what Apply did.
@@ -180,8 +184,8 @@ func definedKinds(objs []unstructured.Unstructured) (map[schema.GroupVersionKind
 // CheckKinds verifies, without writing, that every object's kind is served by the API server or
 // defined by a CRD among objs. It is the first step of Apply; callers that apply several sets may
 // check them all up front.
-func CheckKinds(ctx context.Context, c *cluster.Client, source string, objs []unstructured.Unstructured) error {
-	defined, err := definedKinds(objs)
+func CheckKinds(ctx context.Context, c *cluster.Client, source string, objs []unstructured.Unstructured, pendingCRDs ...unstructured.Unstructured) error {
+	defined, err := definedKinds(append(append([]unstructured.Unstructured{}, objs...), pendingCRDs...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
@@ -223,10 +227,10 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 	if opts.RetryTimeout == 0 {
 		opts.RetryTimeout = DefaultRetryTimeout
 	}
-	if err := CheckKinds(ctx, c, opts.Source, objs); err != nil {
+	if err := CheckKinds(ctx, c, opts.Source, objs, opts.PendingCRDs...); err != nil {
 		return nil, err
 	}
-	defined, _ := definedKinds(objs)
+	defined, _ := definedKinds(append(append([]unstructured.Unstructured{}, objs...), opts.PendingCRDs...))
 
 	// Order: Namespaces, CRDs, then everything else in the order given.
 	var nss, crds, rest []*unstructured.Unstructured

@@ -7,9 +7,16 @@ package installtest
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"sync"
@@ -28,8 +35,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// FakeCABundle is the caBundle the stand-in cainjector writes.
-var FakeCABundle = base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\ninstalltest\n-----END CERTIFICATE-----\n"))
+// FakeCABundle is the caBundle the stand-in cainjector writes: a real self-signed CA certificate
+// (the API server checks that a caBundle parses), base64-encoded as the API wants it.
+var FakeCABundle = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "installtest CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()
 
 const (
 	injectAnnotation = "cert-manager.io/inject-ca-from"
@@ -55,6 +78,8 @@ type Options struct {
 	// NotReady leaves Deployments, endpoints and CA bundles alone (only namespaces are finalized):
 	// for tests of waits that must time out.
 	NotReady bool
+	// OnError receives the errors of passes (default: ignored; the next pass retries).
+	OnError func(error)
 }
 
 // Start runs the stand-in until Stop or ctx ends.
@@ -73,7 +98,9 @@ func Start(ctx context.Context, c client.Client, opts Options) *Controllers {
 	go func() {
 		defer close(ctl.done)
 		for {
-			_ = ctl.Pass(ctx, c)
+			if err := ctl.Pass(ctx, c); err != nil && opts.OnError != nil && ctx.Err() == nil {
+				opts.OnError(err)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -1,0 +1,110 @@
+package initialize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/certmanager"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/repository"
+	"github.com/capctl/capctl/pkg/variables"
+)
+
+// ImagesOptions are the inputs of ListImages.
+type ImagesOptions struct {
+	Selection
+	TargetNamespace string
+}
+
+// Images is what ListImages found.
+type Images struct {
+	// Images is the sorted union of every image, after image overrides.
+	Images []string `json:"images"`
+	// ByComponent maps "cert-manager" and provider labels to their images.
+	ByComponent map[string][]string `json:"byComponent"`
+	// CertManagerIncluded: cert-manager would be installed, so its images are listed.
+	CertManagerIncluded bool `json:"certManagerIncluded"`
+	// NoCluster: no management cluster was consulted (first-run defaults and cert-manager assumed).
+	NoCluster bool `json:"noCluster"`
+}
+
+// ListImages lists the container images init would run. With cl.Cluster nil no cluster is read:
+// the run is treated as a first run and cert-manager's images are included. With a cluster, the
+// first-run defaults apply when it has no core provider, and cert-manager's images are included
+// when its namespace does not exist (clusterctl's rule). Nothing is installed.
+func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, error) {
+	reqs, err := ParseRequests(opts.Selection)
+	if err != nil {
+		return nil, err
+	}
+	out := &Images{ByComponent: map[string][]string{}, NoCluster: cl.Cluster == nil, CertManagerIncluded: true}
+	firstRun := true
+	if cl.Cluster != nil {
+		if err := CheckClusterContract(ctx, cl.Cluster); err != nil {
+			return nil, err
+		}
+		installed, err := inventory.List(ctx, cl.Cluster)
+		if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+			return nil, err
+		}
+		_, hasCore := inventory.Core(installed)
+		firstRun = !hasCore
+		err = cl.Cluster.Get(ctx, client.ObjectKey{Name: certmanager.Namespace}, &corev1.Namespace{})
+		switch {
+		case err == nil:
+			out.CertManagerIncluded = false
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("checking for the %s namespace: %w", certmanager.Namespace, err)
+		}
+	}
+	items := reqs.Items
+	if firstRun {
+		items = reqs.withDefaults()
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("the management cluster already has a core provider; name the providers to list images for")
+	}
+	set := map[string]bool{}
+	add := func(component string, imgs []string) {
+		out.ByComponent[component] = append([]string(nil), imgs...)
+		for _, i := range imgs {
+			set[i] = true
+		}
+	}
+	if out.CertManagerIncluded {
+		cm, err := certmanager.Fetch(ctx, cl.Repo, "")
+		if err != nil {
+			return nil, fmt.Errorf("cert-manager: %w", err)
+		}
+		add(certmanager.ImagesComponent, cm.Images)
+	}
+	for _, r := range items {
+		p, err := cl.Repo.Provider(r.Name, r.Type)
+		if err != nil {
+			return nil, err
+		}
+		copts := repository.ComponentsOptions{Version: r.Version, TargetNamespace: opts.TargetNamespace}
+		comps, err := cl.Repo.Components(ctx, p, copts)
+		var missing *variables.MissingError
+		if errors.As(err, &missing) {
+			// Images rarely depend on variables; list them from the raw components.
+			copts.SkipVariables = true
+			comps, err = cl.Repo.Components(ctx, p, copts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.ManifestLabel(), err)
+		}
+		add(p.ManifestLabel(), comps.Images)
+	}
+	for i := range set {
+		out.Images = append(out.Images, i)
+	}
+	sort.Strings(out.Images)
+	return out, nil
+}

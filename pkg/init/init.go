@@ -1,0 +1,500 @@
+package initialize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/certmanager"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/repository"
+)
+
+// DefaultWaitProviderTimeout is clusterctl's --wait-provider-timeout default (300 s).
+const DefaultWaitProviderTimeout = 5 * time.Minute
+
+// ClusterCRD is the CRD whose storage version tells the management cluster's contract.
+const ClusterCRD = "clusters.cluster.x-k8s.io"
+
+// Options are init's inputs besides the clients.
+type Options struct {
+	Selection
+	// TargetNamespace overrides every provider's namespace in this run.
+	TargetNamespace string
+	// WaitProviders waits for Deployments, webhook endpoints and CA injection (capctl default: true).
+	WaitProviders       bool
+	WaitProviderTimeout time.Duration
+	// Validate runs the contract and uniqueness checks (default true); false logs and ignores them.
+	Validate bool
+	// DryRun: server-side dry run of every write; no inventory is written.
+	DryRun bool
+	Log    *logging.Logger
+	// OnPlan is called with the resolved providers before anything is installed.
+	OnPlan func(plan []Planned)
+	// WaitInterval between readiness checks (default 1 s; tests use less).
+	WaitInterval time.Duration
+	// OnApplied is passed to install.Apply for every provider (progress, fault-injection in tests).
+	OnApplied func(p Planned, ref install.ObjectRef, done, total int)
+}
+
+// Clients are what Init talks to. Cluster is required by Init (not by ListImages).
+type Clients struct {
+	Cluster *cluster.Client
+	Repo    *repository.Client
+	Config  *config.Config
+}
+
+// Action says what init did (or would do) with a provider.
+type Action string
+
+const (
+	ActionInstall      Action = "install"
+	ActionInstalled    Action = "installed"
+	ActionAlreadyThere Action = "already-installed"
+	ActionWouldInstall Action = "would-install"
+)
+
+// Planned is one provider of this run, resolved.
+type Planned struct {
+	Name      string        `json:"name"`
+	Type      provider.Type `json:"type"`
+	Version   string        `json:"version"`
+	Namespace string        `json:"namespace"`
+	Contract  string        `json:"contract"`
+	Action    Action        `json:"action"`
+	// Default: added because this is a first run and the type was not named.
+	Default bool `json:"default,omitempty"`
+	// Objects applied (or that a dry run would apply), and how many a dry run could not check.
+	Objects   int      `json:"objects,omitempty"`
+	Unchecked int      `json:"unchecked,omitempty"`
+	Images    []string `json:"images,omitempty"`
+	Source    string   `json:"source,omitempty"`
+
+	components *repository.Components
+}
+
+// Label is the provider's manifest label (`bootstrap-kubeadm`).
+func (p Planned) Label() string { return provider.ManifestLabel(p.Name, p.Type) }
+
+// Result is what Init did.
+type Result struct {
+	FirstRun    bool                `json:"firstRun"`
+	DryRun      bool                `json:"dryRun,omitempty"`
+	Providers   []Planned           `json:"providers"`
+	CertManager *certmanager.Result `json:"certManager,omitempty"`
+	// NoOp: every requested provider was already installed at the requested version.
+	NoOp bool `json:"noOp"`
+	// Waited: providers were waited for and are ready.
+	Waited   bool          `json:"waited"`
+	Duration time.Duration `json:"duration"`
+}
+
+// IncompleteError is a failure after some things were installed. It says what is there and how
+// to complete the installation.
+type IncompleteError struct {
+	Installed []Planned
+	Partial   *Planned // the provider whose objects were being applied, if any
+	NotDone   []Planned
+	Rerun     string // the command that completes the installation
+	Err       error
+}
+
+func (e *IncompleteError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	b.WriteString("\n\ninit did not complete.")
+	if len(e.Installed) > 0 {
+		b.WriteString(" Installed and recorded in the inventory: ")
+		b.WriteString(listPlanned(e.Installed))
+		b.WriteString(".")
+	}
+	if e.Partial != nil {
+		fmt.Fprintf(&b, " Partly applied (not recorded): %s %s.", e.Partial.Label(), e.Partial.Version)
+	}
+	if len(e.NotDone) > 0 {
+		b.WriteString(" Not started: ")
+		b.WriteString(listPlanned(e.NotDone))
+		b.WriteString(".")
+	}
+	fmt.Fprintf(&b, "\nRun this to complete it (installed parts are skipped, partial ones re-applied):\n  %s", e.Rerun)
+	return b.String()
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+func listPlanned(ps []Planned) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.Label() + " " + p.Version
+	}
+	return strings.Join(s, ", ")
+}
+
+// RerunCommand is the init command line that installs exactly ps at their resolved versions.
+func RerunCommand(ps []Planned, targetNamespace string) string {
+	parts := []string{"capctl init"}
+	byType := map[provider.Type][]string{}
+	for _, p := range ps {
+		byType[p.Type] = append(byType[p.Type], p.Name+":"+p.Version)
+	}
+	has := func(t provider.Type) bool { return len(byType[t]) > 0 }
+	for _, t := range provider.Types {
+		if has(t) {
+			parts = append(parts, t.Flag()+" "+strings.Join(byType[t], ","))
+		} else if t == provider.BootstrapProviderType || t == provider.ControlPlaneProviderType {
+			// Without the core installed, a re-run would add the kubeadm defaults again.
+			parts = append(parts, t.Flag()+" -")
+		}
+	}
+	if targetNamespace != "" {
+		parts = append(parts, "--target-namespace "+targetNamespace)
+	}
+	return strings.Join(parts, " ")
+}
+
+// ValidationError is a refused plan (contract, duplicates); errors.Is(err, ErrValidation).
+var ErrValidation = errors.New("validation failed")
+
+// Init runs `capctl init` (see the package documentation).
+func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
+	start := time.Now()
+	log := opts.Log
+	if log == nil {
+		log = logging.Discard()
+	}
+	if opts.WaitProviderTimeout == 0 {
+		opts.WaitProviderTimeout = DefaultWaitProviderTimeout
+	}
+	reqs, err := ParseRequests(opts.Selection)
+	if err != nil {
+		return nil, err
+	}
+	c := cl.Cluster
+
+	// 1. The inventory CRD first, then the management cluster's contract.
+	if opts.DryRun {
+		if _, err := inventory.List(ctx, c); err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+			return nil, err
+		}
+	} else if err := inventory.EnsureCRD(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := CheckClusterContract(ctx, c); err != nil {
+		return nil, err
+	}
+	installed, err := inventory.List(ctx, c)
+	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+		return nil, err
+	}
+	_, hasCore := inventory.Core(installed)
+	res := &Result{FirstRun: !hasCore, DryRun: opts.DryRun}
+	items := reqs.Items
+	if res.FirstRun {
+		items = reqs.withDefaults()
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("the management cluster already has a core provider; name the providers to add (--bootstrap, --control-plane, --infrastructure, --ipam, --runtime-extension, --addon)")
+	}
+
+	// 2. Resolve versions; skip what is installed; refuse other versions.
+	log.Info("Fetching providers")
+	plan, err := resolve(ctx, cl, items, installed, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Validate the simulated inventory.
+	if err := validate(plan, installed, cl, ctx); err != nil {
+		if opts.Validate {
+			return nil, err
+		}
+		log.Info("Ignoring validation errors (--validate=false)", "error", err.Error())
+	}
+	res.Providers = plan
+	if opts.OnPlan != nil {
+		opts.OnPlan(plan)
+	}
+	var todo []int
+	for i, p := range plan {
+		if p.Action == ActionInstall {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		res.NoOp = true
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+
+	// 4. cert-manager.
+	cmCfg, err := certManagerConfig(cl.Config)
+	if err != nil {
+		return nil, err
+	}
+	res.CertManager, err = certmanager.Ensure(ctx, c, certmanager.Options{
+		Config:       cmCfg,
+		Fetch:        func(ctx context.Context) (*certmanager.Components, error) { return certmanager.Fetch(ctx, cl.Repo, "") },
+		DryRun:       opts.DryRun,
+		WaitInterval: opts.WaitInterval,
+		Log:          log,
+	})
+	if err != nil {
+		return nil, &IncompleteError{NotDone: pick(plan, todo), Rerun: RerunCommand(pick(plan, todo), opts.TargetNamespace), Err: err}
+	}
+
+	// 5. Providers in order, each followed by its inventory entry. In a dry run nothing is really
+	// installed, so the CRDs of earlier steps are passed on as pending.
+	var pending []unstructured.Unstructured
+	if opts.DryRun {
+		pending = crdsOf(res.CertManager.Objects)
+	}
+	var done []Planned
+	for n, i := range todo {
+		p := &plan[i]
+		log.Info("Installing", "provider", p.Label(), "version", p.Version, "targetNamespace", p.Namespace)
+		pp := *p
+		ar, err := install.Apply(ctx, c, p.components.Objects, install.ApplyOptions{
+			Source: p.Label() + " " + p.Version + " (" + p.Source + ")",
+			DryRun:      opts.DryRun,
+			Log:         log,
+			PendingCRDs: pending,
+			OnApplied: func(ref install.ObjectRef, d, total int) {
+				if opts.OnApplied != nil {
+					opts.OnApplied(pp, ref, d, total)
+				}
+			},
+		})
+		if err == nil && !opts.DryRun {
+			err = inventory.Write(ctx, c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
+		}
+		if err != nil {
+			var partial *Planned
+			if ar != nil && len(ar.Applied) > 0 {
+				partial = p
+			}
+			rest := pick(plan, todo[n+1:])
+			if partial == nil {
+				rest = append([]Planned{*p}, rest...)
+			}
+			return nil, &IncompleteError{Installed: done, Partial: partial, NotDone: rest,
+				Rerun: RerunCommand(pick(plan, todo[n:]), opts.TargetNamespace), Err: fmt.Errorf("installing %s %s: %w", p.Label(), p.Version, err)}
+		}
+		p.Objects = len(ar.Applied)
+		p.Unchecked = len(ar.Unchecked)
+		if opts.DryRun {
+			pending = append(pending, crdsOf(p.components.Objects)...)
+			p.Action = ActionWouldInstall
+		} else {
+			p.Action = ActionInstalled
+		}
+		done = append(done, *p)
+	}
+
+	// 6. Wait for the providers.
+	if opts.WaitProviders && !opts.DryRun {
+		var objs []unstructured.Unstructured
+		for _, i := range todo {
+			objs = append(objs, plan[i].components.Objects...)
+		}
+		log.Info("Waiting for providers to be available...", "waitingFor", install.Summary(objs, false), "timeout", opts.WaitProviderTimeout.String())
+		if err := install.Wait(ctx, c, objs, install.WaitOptions{Timeout: opts.WaitProviderTimeout, Interval: opts.WaitInterval, Source: "providers", Log: log}); err != nil {
+			return res, fmt.Errorf("all providers are installed and recorded, but %w\nre-run with --wait-providers=false to skip this wait, or check the reasons above", err)
+		}
+		res.Waited = true
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func crdsOf(objs []unstructured.Unstructured) []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func pick(plan []Planned, idx []int) []Planned {
+	out := make([]Planned, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, plan[i])
+	}
+	return out
+}
+
+func certManagerConfig(cfg *config.Config) (config.CertManager, error) {
+	if cfg == nil {
+		return config.CertManager{Version: config.DefaultCertManagerVersion, Timeout: config.DefaultCertManagerTimeout}, nil
+	}
+	return cfg.CertManager()
+}
+
+// CheckClusterContract refuses a management cluster whose Cluster API stores Cluster objects in a
+// version other than v1beta2; a cluster without Cluster API is fine.
+func CheckClusterContract(ctx context.Context, c client.Client) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ClusterCRD}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading CRD %s: %w", ClusterCRD, err)
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			if v.Name != repository.CurrentContract {
+				return fmt.Errorf("this management cluster's Cluster API stores %s (the %s contract); capctl works with %q management clusters only: upgrade it with clusterctl of its own version first",
+					ClusterCRD, v.Name, repository.CurrentContract)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// resolve turns requests into a plan: versions, contracts, namespaces, components.
+func resolve(ctx context.Context, cl Clients, items []Request, installed []inventory.Provider, opts Options) ([]Planned, error) {
+	plan := make([]Planned, 0, len(items))
+	for _, r := range items {
+		p, err := cl.Repo.Provider(r.Name, r.Type)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := cl.Repo.Resolve(ctx, p, r.Version, repository.ResolveOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", r, err)
+		}
+		pl := Planned{Name: r.Name, Type: r.Type, Version: rel.Version, Contract: rel.Contract, Default: r.Default, Action: ActionInstall}
+		// Already installed?
+		if same := inventory.Find(installed, r.Name, r.Type); len(same) > 0 {
+			cur := same[0]
+			if cur.Version != rel.Version {
+				return nil, fmt.Errorf("%s is already installed in namespace %s at version %s; init does not change versions: use `capctl upgrade plan` and `capctl upgrade apply` to move it to %s: %w",
+					cur.ManifestLabel(), cur.Namespace, cur.Version, rel.Version, ErrValidation)
+			}
+			if opts.TargetNamespace == "" || opts.TargetNamespace == cur.Namespace {
+				pl.Namespace, pl.Action = cur.Namespace, ActionAlreadyThere
+				plan = append(plan, pl)
+				continue
+			}
+			return nil, fmt.Errorf("there is already an instance of the %q provider installed in the %q namespace; one instance per provider is supported: %w", cur.ManifestLabel(), cur.Namespace, ErrValidation)
+		}
+		comps, err := cl.Repo.Components(ctx, p, repository.ComponentsOptions{Version: rel.Version, TargetNamespace: opts.TargetNamespace})
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", pl.Label(), rel.Version, err)
+		}
+		pl.Namespace = comps.TargetNamespace
+		pl.Images = comps.Images
+		pl.Source = comps.URL
+		pl.components = comps
+		plan = append(plan, pl)
+	}
+	return plan, nil
+}
+
+// validate checks the plan together with the installed providers (clusterctl-spec §7 step 4).
+func validate(plan []Planned, installed []inventory.Provider, cl Clients, ctx context.Context) error {
+	var problems []string
+	// One instance per provider (the plan names each once; installed ones were matched above).
+	var core *Planned
+	for i := range plan {
+		if plan[i].Type == provider.CoreProviderType {
+			core = &plan[i]
+		}
+	}
+	coreContract := ""
+	coreDesc := ""
+	if core != nil {
+		coreContract, coreDesc = core.Contract, "cluster-api "+core.Version
+	} else if ic, ok := inventory.Core(installed); ok {
+		p, err := cl.Repo.Provider(ic.ProviderName, ic.Type)
+		if err == nil {
+			var rel *repository.Release
+			if rel, err = cl.Repo.Resolve(ctx, p, ic.Version, repository.ResolveOptions{}); err == nil {
+				coreContract, coreDesc = rel.Contract, "the installed cluster-api "+ic.Version
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("cannot read the contract of the installed core provider %s: %v", ic.Version, err))
+		}
+	} else {
+		problems = append(problems, "invalid management cluster: there must be one core provider, found 0")
+	}
+	if coreContract != "" && coreContract != repository.CurrentContract {
+		problems = append(problems, fmt.Sprintf("%s implements the %s contract; capctl installs %s core providers only (pin a newer --core version)", coreDesc, coreContract, repository.CurrentContract))
+	}
+	for _, p := range plan {
+		if p.Action != ActionInstall {
+			continue
+		}
+		if !repository.IsCompatibleContract(p.Contract) {
+			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which capctl cannot use (compatible: %s)", p.Label(), p.Version, p.Contract, strings.Join(repository.CompatibleContracts, ", ")))
+			continue
+		}
+		if coreContract != "" && p.Type != provider.CoreProviderType && !compatibleWith(coreContract, p.Contract) {
+			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, while %s is compatible with %s providers only: pick versions with the same contract",
+				p.Label(), p.Version, p.Contract, coreDesc, strings.Join(compatibleSet(coreContract), ", ")))
+		}
+		if p.components != nil {
+			problems = append(problems, crdNameProblems(p)...)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	sort.Strings(problems)
+	return fmt.Errorf("%w:\n  - %s", ErrValidation, strings.Join(problems, "\n  - "))
+}
+
+// compatibleSet is the provider contracts a core of contract c accepts: v1beta2 accepts v1beta1
+// providers too (until v1beta1's end of life); older contracts only themselves.
+func compatibleSet(c string) []string {
+	if c == repository.CurrentContract {
+		return repository.CompatibleContracts
+	}
+	return []string{c}
+}
+
+func compatibleWith(core, p string) bool {
+	for _, c := range compatibleSet(core) {
+		if c == p {
+			return true
+		}
+	}
+	return false
+}
+
+// SkipCRDNameCheckAnnotation lets a CRD skip the <plural>.<group> naming check.
+const SkipCRDNameCheckAnnotation = "clusterctl.cluster.x-k8s.io/skip-crd-name-preflight-check"
+
+func crdNameProblems(p Planned) []string {
+	var out []string
+	for _, u := range p.components.Objects {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		if _, skip := u.GetAnnotations()[SkipCRDNameCheckAnnotation]; skip {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
+		if want := plural + "." + group; u.GetName() != want {
+			out = append(out, fmt.Sprintf("%s %s: CRD %s should be named %s (or annotated %s)", p.Label(), p.Version, u.GetName(), want, SkipCRDNameCheckAnnotation))
+		}
+	}
+	return out
+}
