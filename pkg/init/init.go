@@ -267,7 +267,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		log.Info("Installing", "provider", p.Label(), "version", p.Version, "targetNamespace", p.Namespace)
 		pp := *p
 		ar, err := install.Apply(ctx, c, p.components.Objects, install.ApplyOptions{
-			Source: p.Label() + " " + p.Version + " (" + p.Source + ")",
+			Source:      p.Label() + " " + p.Version + " (" + p.Source + ")",
 			DryRun:      opts.DryRun,
 			Log:         log,
 			PendingCRDs: pending,
