@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +120,7 @@ type generateClusterOptions struct {
 	writeTo           string
 	output            string
 	offline           bool
+	listFlavors       bool
 	vars              variableFlags
 
 	cpSet, workerSet bool
@@ -170,6 +172,7 @@ added to the output.`,
 	fl.BoolVar(&o.listVariables, "list-variables", false, "List the variables the template needs (required, then optional with defaults) instead of generating")
 	fl.StringVar(&o.writeTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
 	fl.StringVarP(&o.output, "output", "o", "yaml", "Output format: yaml or json (a v1 List)")
+	fl.BoolVar(&o.listFlavors, "list-flavors", false, "List the flavors (templates) of the infrastructure provider version instead of generating")
 	fl.BoolVar(&o.offline, "offline", false, "Read provider templates only from local repositories, the overrides folder and the cache (no network)")
 	o.vars.add(cmd)
 	return cmd
@@ -234,6 +237,9 @@ func (o *generateClusterOptions) validate() error {
 	}
 	if o.listVariables && o.writeTo != "" {
 		return usageErrorf("--list-variables prints to stdout; it cannot be combined with --write-to")
+	}
+	if o.listFlavors && (sources > 0 || o.listVariables || o.flavor != "") {
+		return usageErrorf("--list-flavors lists a provider's templates: it cannot be combined with --from, --from-config-map, --flavor or --list-variables")
 	}
 	return o.vars.parse(builtinFlags)
 }
@@ -327,6 +333,31 @@ func (o *generateClusterOptions) run(ctx context.Context, f *factory) error {
 		req.Repository = rc
 	}
 
+	if o.listFlavors {
+		fl, err := templates.ListFlavors(ctx, req)
+		if err != nil {
+			return err
+		}
+		if o.output == "json" {
+			b, err := json.MarshalIndent(fl, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(f.IO.Out, string(b))
+			return nil
+		}
+		if len(fl.Flavors) == 0 {
+			fmt.Fprintf(f.IO.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
+			return nil
+		}
+		for _, fv := range fl.Flavors {
+			if fv == "" {
+				fv = "(default)"
+			}
+			fmt.Fprintln(f.IO.Out, fv)
+		}
+		return nil
+	}
 	res, err := templates.GenerateCluster(ctx, req)
 	if err != nil {
 		var me *variables.MissingError

@@ -79,6 +79,19 @@ func TestGenerateClusterFromProviderRepository(t *testing.T) {
 	}
 }
 
+func TestGenerateClusterListFlavors(t *testing.T) {
+	cfg := repoTestConfig(t, "")
+	noCluster(t)
+	out, errOut, code := runCapctl(t, "generate", "cluster", "c1", "--config", cfg, "-i", "docker:v1.13.5", "--list-flavors")
+	if code != 0 || out != "development\ndevelopment-mp\nin-memory\n" {
+		t.Fatalf("exit %d %s\n%q", code, errOut, out)
+	}
+	_, errOut, code = runCapctl(t, "generate", "cluster", "c1", "--config", cfg, "-i", "docker:v1.13.5", "--list-flavors", "--from", "x.yaml")
+	if code == 0 || !strings.Contains(errOut, "--list-flavors") {
+		t.Errorf("combined with --from: %d %s", code, errOut)
+	}
+}
+
 func TestGenerateClusterListVariables(t *testing.T) {
 	cfg := repoTestConfig(t, "")
 	noCluster(t)

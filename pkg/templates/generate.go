@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -148,8 +145,11 @@ func GenerateCluster(ctx context.Context, req ClusterRequest) (*ClusterResult, e
 		b, err := req.Repository.GetFile(ctx, p, version, file)
 		if err != nil {
 			if errors.Is(err, repository.ErrNotFound) {
-				avail, listed := listFlavors(p, version)
-				return nil, &FlavorNotFoundError{Provider: p.Name, Version: version, Flavor: src.Flavor, File: file, Available: avail, Listed: listed}
+				e := &FlavorNotFoundError{Provider: p.Name, Version: version, Flavor: src.Flavor, File: file}
+				if files, lerr := req.Repository.ListFiles(ctx, p, version); lerr == nil {
+					e.Available, e.Listed = FlavorsOf(files), true
+				}
+				return nil, e
 			}
 			return nil, err
 		}
@@ -257,38 +257,43 @@ func countInfra(items []inventory.Provider) string {
 	return "several infrastructure providers (" + strings.Join(list, ", ") + ")"
 }
 
-// listFlavors lists the flavors of a provider version when its repository is a local folder.
-func listFlavors(p repository.Provider, version string) ([]string, bool) {
-	u := p.URL
-	if strings.HasPrefix(u, "file://") {
-		pu, err := url.Parse(u)
-		if err != nil {
-			return nil, false
-		}
-		u = pu.Path
-	} else if strings.Contains(u, "://") {
-		return nil, false
-	}
-	dir := filepath.Join(filepath.Dir(filepath.Dir(u)), version)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, false
-	}
+// FlavorsOf turns a provider version's file names into its flavors ("" is the default template
+// cluster-template.yaml), sorted.
+func FlavorsOf(files []string) []string {
 	var out []string
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasSuffix(n, ".yaml") {
-			continue
-		}
+	for _, n := range files {
 		switch {
 		case n == "cluster-template.yaml":
 			out = append(out, "")
-		case strings.HasPrefix(n, "cluster-template-"):
+		case strings.HasPrefix(n, "cluster-template-") && strings.HasSuffix(n, ".yaml"):
 			out = append(out, strings.TrimSuffix(strings.TrimPrefix(n, "cluster-template-"), ".yaml"))
 		}
 	}
 	sort.Strings(out)
-	return out, true
+	return out
+}
+
+// FlavorList is the answer of ListFlavors.
+type FlavorList struct {
+	Provider string   `json:"provider"`
+	Version  string   `json:"version"`
+	Flavors  []string `json:"flavors"` // "" is the default template
+}
+
+// ListFlavors lists the flavors of the infrastructure provider version req would use.
+func ListFlavors(ctx context.Context, req ClusterRequest) (*FlavorList, error) {
+	if req.Repository == nil {
+		return nil, errors.New("no provider repository client")
+	}
+	rel, err := resolveInfrastructure(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	files, err := req.Repository.ListFiles(ctx, rel.Provider, rel.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &FlavorList{Provider: rel.Provider.Name, Version: rel.Version, Flavors: FlavorsOf(files)}, nil
 }
 
 // FromConfigMap reads a template from a ConfigMap's data key.
