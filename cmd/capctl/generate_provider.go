@@ -151,11 +151,15 @@ func describeComponents(w io.Writer, c *repository.Components) {
 	if len(c.Variables) > 0 {
 		fmt.Fprintln(w, "Variables:")
 		for _, v := range c.Variables {
+			note := ""
+			if v.Nested {
+				note = ", only inside another variable's default"
+			}
 			switch {
 			case v.Required:
-				fmt.Fprintf(w, "  - %s (required)\n", v.Name)
+				fmt.Fprintf(w, "  - %s (required%s)\n", v.Name, note)
 			default:
-				fmt.Fprintf(w, "  - %s (default: %s)\n", v.Name, v.Default)
+				fmt.Fprintf(w, "  - %s (default: %s%s)\n", v.Name, v.Default, note)
 			}
 		}
 	}
