@@ -137,7 +137,11 @@ run() {
   local shown=("$@")
   [[ "${shown[0]}" == "$CAPCTL" ]] && shown[0]=capctl
   [[ "${shown[0]}" == "$BIN/kubectl" ]] && shown[0]=kubectl
-  printf '\n%s$ %s%s\n' "$BOLD" "${shown[*]}" "$RST"
+  local a line=""
+  for a in "${shown[@]}"; do
+    if [[ "$a" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then line+="$a "; else line+="'${a//\'/\'\\\'\'}' "; fi
+  done
+  printf '\n%s$ %s%s\n' "$BOLD" "${line% }" "$RST"
   "$@"
 }
 capctl() { run "$CAPCTL" "$@"; }
@@ -404,20 +408,29 @@ YAML
 
 CLUSTER=demo-1 NS=demo K8S=v1.34.1
 GENERATED=0
-say "2. Generate a workload cluster from the demo provider's template and apply it"
-if ((INITIALIZED)) && has_cmd generate cluster; then
-  capctl generate cluster "$CLUSTER" --infrastructure demo --kubernetes-version "$K8S" \
+say "2. Generate a workload cluster from the demo provider's template"
+if has_cmd generate cluster; then
+  capctl generate cluster "$CLUSTER" --infrastructure demo:v0.1.0 --list-variables
+  capctl generate cluster "$CLUSTER" --infrastructure demo:v0.1.0 --kubernetes-version "$K8S" \
     --control-plane-machine-count 1 --worker-machine-count 2 --target-namespace "$NS" --write-to "$WORK/$CLUSTER.yaml"
-  kubectl create namespace "$NS"
-  kubectl apply -f "$WORK/$CLUSTER.yaml"
-  GENERATED=1
-  say "3. Write what the controllers would: Machines, a MachineSet, the kubeconfig Secret, and status"
+  run grep -E '^(kind|  name):' "$WORK/$CLUSTER.yaml"
+  if ((INITIALIZED)); then
+    kubectl create namespace "$NS"
+    kubectl apply -f "$WORK/$CLUSTER.yaml"
+    GENERATED=1
+  else
+    skip "applying the cluster needs the providers' CRDs, which capctl init installs"
+  fi
+else
+  skip "capctl generate cluster is not built yet: no workload cluster to show"
+fi
+
+say "3. Write what the controllers would: owner references, Machines, a MachineSet, the kubeconfig Secret, status"
+if ((GENERATED)); then
   bring_to_life
   kubectl get clusters,machinedeployments,machines -n "$NS"
-elif ((INITIALIZED)); then
-  skip "capctl generate cluster is not built yet: no workload cluster to show"
 else
-  skip "generate cluster needs capctl init"
+  skip "no workload cluster was applied"
 fi
 
 say "4. Describe the workload cluster"
