@@ -222,6 +222,25 @@ func TestGenerateClusterFromSources(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "namespace: ns2") {
 		t.Fatalf("file: %d %q", code, out)
 	}
+	// file:// URL; the namespace defaults to the kubeconfig context's (no connection is made).
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: x
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: x
+  context: {cluster: x, user: x, namespace: from-context}
+current-context: x
+users:
+- name: x
+  user: {token: t}
+`), 0o600)
+	out, errOut, code = runCapctl(t, "generate", "cluster", "c1", "--from", "file://"+f, "--kubeconfig", kc)
+	if code != 0 || !strings.Contains(out, "namespace: from-context") {
+		t.Fatalf("kubeconfig namespace: %d %s %q", code, errOut, out)
+	}
 	// plain URL and a GitHub blob URL (read from its raw form)
 	out, _, code = runCapctl(t, "generate", "cluster", "c1", "--from", srv.URL+"/t.yaml")
 	if code != 0 || out != want {
