@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -168,6 +169,8 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 		Resume: o.resume, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism,
 		Log: f.Logger(), Progress: newProgress(f.IO.ErrOut, f.IO.IsStderrTTY()),
 	}
+	// API server warnings (deprecated kinds, ...) are shown once each, as kubectl does.
+	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	if o.fromDirectory != "" {
 		if o.dryRun {
 			_, g, err := move.ReadBackup(o.fromDirectory)
@@ -176,7 +179,7 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 			}
 			return o.renderPlan(f.IO.Out, g, "backup "+o.fromDirectory)
 		}
-		dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout})
+		dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings})
 		if err != nil {
 			return fmt.Errorf("target cluster: %w", err)
 		}
@@ -184,7 +187,9 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 		return o.finish(f, rep, err, fmt.Sprintf("Restored %%d objects from %s into %s", o.fromDirectory, dst.Config.Host))
 	}
 
-	src, err := f.Cluster(ctx)
+	srcOpts := f.ClusterOptions()
+	srcOpts.WarningHandler = warnings
+	src, err := cluster.Connect(ctx, srcOpts)
 	if err != nil {
 		return err
 	}
@@ -200,7 +205,7 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 		rep, err := move.ToDirectory(ctx, src, o.toDirectory, opts)
 		return o.finish(f, rep, err, fmt.Sprintf("Wrote %%d objects from %s (%s) to %s", src.Config.Host, opts.Scope, o.toDirectory))
 	}
-	dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout})
+	dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings})
 	if err != nil {
 		return fmt.Errorf("target cluster: %w", err)
 	}

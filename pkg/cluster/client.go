@@ -48,6 +48,9 @@ type Options struct {
 	Burst int
 	// Scheme overrides the scheme (default: client-go's scheme plus apiextensions).
 	Scheme *runtime.Scheme
+	// WarningHandler receives the API server's warnings (deprecated kinds, ...); nil keeps
+	// controller-runtime's default, which logs through its logger.
+	WarningHandler rest.WarningHandler
 }
 
 // Client is a connection to one management cluster. Build one per run and share it: it holds one
@@ -167,6 +170,9 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 		cfg.Timeout = DefaultRequestTimeout
 	}
 	cfg.UserAgent = version.UserAgent()
+	if opts.WarningHandler != nil {
+		cfg.WarningHandler = opts.WarningHandler
+	}
 	counter := &atomic.Int64{}
 	prevWrap := cfg.WrapTransport
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -180,5 +182,60 @@ func TestMoveSelectedCluster(t *testing.T) {
 	}
 	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns, Clusters: []string{"nope"}}}); !errors.Is(err, ErrNothingToMove) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("unknown cluster: %v", err)
+	}
+
+	// The target already holds an object of cluster two: a fresh move refuses to overwrite it.
+	clash := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-kubeconfig"}, StringData: map[string]string{"value": "someone else's"}}
+	if err := dst.Client.Create(ctx, clash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns, Clusters: []string{"two"}}}); err == nil || !strings.Contains(err.Error(), "Secret/pick/two-kubeconfig") {
+		t.Errorf("a clash in the target: %v", err)
+	}
+	if p := pausedState(t, snapshot(t, src.Client, ns)); len(p) > 0 {
+		t.Errorf("a refused move paused %v", p)
+	}
+	if err := dst.Client.Delete(ctx, clash); err != nil {
+		t.Fatal(err)
+	}
+	// Cluster two follows; the ClusterClass copied with cluster one is adopted.
+	rep, err = Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns, Clusters: []string{"two"}}})
+	if err != nil {
+		t.Fatalf("move --cluster two: %v", err)
+	}
+	if left := snapshot(t, src.Client, ns); len(left) != 4 || left["ClusterClass/shared"] == nil {
+		t.Errorf("left in the source: %v", keys(left))
+	}
+}
+
+// TestMoveKeepsClassSharedWithOtherNamespaces moves a namespace whose ClusterClass a Cluster of
+// another namespace uses: the class is copied and stays in the source.
+func TestMoveKeepsClassSharedWithOtherNamespaces(t *testing.T) {
+	src, dst := sharedPair(t)
+	ctx := testenv.Context(t)
+	src.CreateNamespaces(t, "share-a", "share-b")
+	a := &builder{tb: t, c: src.Client, ns: "share-a"}
+	a.addClusterClass("cc")
+	x := a.addCluster("x", clusterOpts{class: "cc", cpCount: 1})
+	bb := &builder{tb: t, c: src.Client, ns: "share-b"}
+	bb.addCluster("y", clusterOpts{cpCount: 1})
+	y := obj(vCore, "Cluster", "y", nil)
+	y.SetNamespace("share-b")
+	if err := mergePatch(ctx, src.Client, y, map[string]any{"spec": map[string]any{"topology": map[string]any{"classRef": map[string]any{"name": "cc", "namespace": "share-a"}, "version": "v1.34.0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: "share-a"}})
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if rep.Objects != x+4 || rep.KeptInSource != 4 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "share-b/y") {
+		t.Errorf("report: objects %d kept %d warnings %q", rep.Objects, rep.KeptInSource, rep.Warnings)
+	}
+	left := snapshot(t, src.Client, "share-a")
+	if len(left) != 4 || left["ClusterClass/cc"] == nil || left["DockerMachineTemplate/cc-cp"] == nil {
+		t.Errorf("left in share-a: %v", keys(left))
+	}
+	if got := snapshot(t, dst.Client, "share-a"); got["ClusterClass/cc"] == nil || got["Cluster/x"] == nil {
+		t.Errorf("target: %v", keys(got))
 	}
 }

@@ -324,7 +324,74 @@ func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, erro
 	}
 	g.Namespaces = namespaces
 	g.Providers = providers
+	if !scope.AllNamespaces {
+		if err := keepSharedClasses(ctx, c, g, scope.Namespace, typesToList); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
+}
+
+// keepSharedClasses marks moved ClusterClasses that Clusters of other namespaces use (and their
+// templates) as copied-not-deleted. One cluster-wide LIST of Clusters, only when classes move.
+func keepSharedClasses(ctx context.Context, c client.Reader, g *Graph, ns string, typesToList []TypeInfo) error {
+	classes := map[string]*Node{}
+	for _, n := range g.Moved() {
+		if isClusterClassNode(n) && !n.KeepInSource {
+			classes[n.Ref.Name] = n
+		}
+	}
+	var clusterType *TypeInfo
+	for i := range typesToList {
+		if typesToList[i].GVK.Group == "cluster.x-k8s.io" && typesToList[i].GVK.Kind == "Cluster" {
+			clusterType = &typesToList[i]
+		}
+	}
+	if len(classes) == 0 || clusterType == nil {
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(clusterType.GVK.GroupVersion().WithKind("ClusterList"))
+	if err := c.List(ctx, list); err != nil {
+		return fmt.Errorf("listing Clusters of every namespace (to find shared ClusterClasses): %w", err)
+	}
+	users := map[*Node][]string{}
+	for _, cl := range list.Items {
+		if cl.GetNamespace() == ns {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
+		cns, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "namespace")
+		if name == "" {
+			name, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "class")
+			cns, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "classNamespace")
+		}
+		if cns == "" {
+			cns = cl.GetNamespace()
+		}
+		if cc := classes[name]; cc != nil && cns == ns {
+			users[cc] = append(users[cc], cl.GetNamespace()+"/"+cl.GetName())
+		}
+	}
+	for cc, who := range users {
+		sort.Strings(who)
+		stack := []*Node{cc}
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if n.KeepInSource {
+				continue
+			}
+			n.KeepInSource = true
+			for _, ch := range n.children {
+				if ch.Level >= 0 && ch.Cluster == "" && !isClusterNode(ch) {
+					stack = append(stack, ch)
+				}
+			}
+		}
+		g.Warnings = append(g.Warnings, fmt.Sprintf("ClusterClass %s/%s is also used by Clusters of other namespaces (%s): it is copied to the target and kept in the source", ns, cc.Ref.Name, strings.Join(who, ", ")))
+	}
+	return nil
 }
 
 func key(kind, ns, name string) string { return kind + "/" + ns + "/" + name }

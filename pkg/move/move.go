@@ -215,6 +215,25 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		return rep, err
 	}
 
+	if j == nil {
+		// A fresh move never overwrites what the target already holds.
+		clash, err := Conflicts(ctx, dst, g)
+		if err != nil {
+			return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+		}
+		if len(clash) > 0 {
+			names := make([]string, 0, 10)
+			for i, r := range clash {
+				if i == 10 {
+					names = append(names, fmt.Sprintf("and %d more", len(clash)-10))
+					break
+				}
+				names = append(names, r.String())
+			}
+			return rep, fmt.Errorf("cannot start the move: the target cluster %s already holds %d of the objects to move: %s; remove them from the target (or, if an earlier move was interrupted and its journal lost, move into a clean target)",
+				dst.Config.Host, len(clash), strings.Join(names, ", "))
+		}
+	}
 	m := &mover{src: src, dst: dst, opts: opts, g: g, uids: map[types.UID]types.UID{}}
 	if j == nil {
 		j = &journal{MoveID: "move-" + rand.String(8), Scope: opts.Scope, Target: dst.Config.Host, TargetID: dstID, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseCreating}
@@ -604,6 +623,7 @@ func (m *mover) createOne(ctx context.Context, n *Node) error {
 	if err != nil {
 		return err
 	}
+	adoptedAsIs := false
 	err = m.dst.Create(ctx, o)
 	switch {
 	case err == nil:
@@ -612,14 +632,14 @@ func (m *mover) createOne(ctx context.Context, n *Node) error {
 			m.opts.AfterCreate(int(m.created.Load()))
 		}
 	case apierrors.IsAlreadyExists(err):
-		// An earlier run (or the user) created it: adopt it, and bring it up to date unless it
-		// is a global object, which is never overwritten.
+		// An earlier run created it: adopt it, and bring it up to date unless it is a global
+		// object or a shared copy (a ClusterClass kept in the source), which are never overwritten.
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(o.GroupVersionKind())
 		if err := m.dst.Get(ctx, client.ObjectKeyFromObject(o), existing); err != nil {
 			return fmt.Errorf("reading %s in the target: %w", n.Ref, err)
 		}
-		if !n.Global {
+		if !n.Global && !n.KeepInSource {
 			o.SetUID(existing.GetUID())
 			o.SetResourceVersion(existing.GetResourceVersion())
 			if err := m.dst.Update(ctx, o); err != nil {
@@ -627,15 +647,36 @@ func (m *mover) createOne(ctx context.Context, n *Node) error {
 			}
 			m.updated.Add(1)
 		} else {
-			o = existing
+			o, adoptedAsIs = existing, true
 		}
 	default:
 		return fmt.Errorf("creating %s: %w", n.Ref, err)
+	}
+	// Field ownership of server-side appliers (the topology controller, GitOps tools) is put
+	// back, as clusterctl does, so capctl does not become the owner of their fields. Objects
+	// that were never server-side applied cost no extra request.
+	if mf := n.Obj.GetManagedFields(); hasApplyManager(mf) && !adoptedAsIs {
+		patchObj := &unstructured.Unstructured{}
+		patchObj.SetGroupVersionKind(o.GroupVersionKind())
+		patchObj.SetNamespace(o.GetNamespace())
+		patchObj.SetName(o.GetName())
+		if err := mergePatch(ctx, m.dst, patchObj, map[string]any{"metadata": map[string]any{"managedFields": mf}}); err != nil {
+			return fmt.Errorf("restoring the field owners of %s in the target: %w", n.Ref, err)
+		}
 	}
 	m.mu.Lock()
 	m.uids[n.Ref.UID] = o.GetUID()
 	m.mu.Unlock()
 	return nil
+}
+
+func hasApplyManager(mf []metav1.ManagedFieldsEntry) bool {
+	for _, e := range mf {
+		if e.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureNamespaces creates the namespaces of the moved objects in c (one LIST, then creates).

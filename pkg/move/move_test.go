@@ -3,6 +3,7 @@ package move
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/capctl/capctl/internal/testenv"
@@ -24,7 +26,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("MOVE_TEST_LOG") != "" {
+		ctrllog.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{}))
+	} else {
+		ctrllog.SetLogger(logr.Discard())
+	}
 	code := m.Run()
 	for _, stop := range stopShared {
 		stop()
@@ -78,6 +84,11 @@ func fleet(t *testing.T, env *testenv.Env, ns string) int {
 	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "cloud-config", "labels": map[string]any{MoveHierarchyLabel: ""}}, "data": map[string]any{"a": "b"}}}
 	cm = b.create(cm)
+	// A GitOps tool owns a field of it through server-side apply.
+	applied := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cloud-config","namespace":"` + ns + `"},"data":{"from-git":"yes"}}`)
+	if err := env.Client.Patch(context.Background(), cm, client.RawPatch(types.ApplyPatchType, applied), client.FieldOwner("gitops"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
 	b.create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "cloud-credentials"}, "stringData": map[string]any{"token": "SECRETVALUE"}}}, cm)
 	n += 2
@@ -208,6 +219,13 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 	if got := moved["Secret/plain-kubeconfig"]; got == nil || string(mustB64(t, got, "value")) != "kubeconfig-of-plain-SECRETVALUE" {
 		t.Error("the kubeconfig Secret did not arrive intact")
 	}
+	gitops := false
+	for _, e := range moved["ConfigMap/cloud-config"].GetManagedFields() {
+		gitops = gitops || (e.Manager == "gitops" && e.Operation == metav1.ManagedFieldsOperationApply)
+	}
+	if !gitops {
+		t.Errorf("the server-side apply owner of ConfigMap cloud-config was lost: %+v", moved["ConfigMap/cloud-config"].GetManagedFields())
+	}
 	cm := &corev1.ConfigMap{}
 	if err := src.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: JournalName}, cm); !apierrors.IsNotFound(err) {
 		t.Errorf("the journal is still there after a complete move: %v", err)
@@ -268,5 +286,4 @@ func TestMoveRefusals(t *testing.T) {
 	if len(problems) != 4 || !strings.Contains(strings.Join(problems, "\n"), "infrastructure-docker") || !strings.Contains(problems[0], "older") {
 		t.Errorf("provider problems: %q", problems)
 	}
-	_ = metav1.Now
 }

@@ -95,6 +95,36 @@ type Difference struct {
 // with the source objects as they were before the move: kind, name, labels, spec (or data) and
 // owner structure. Secret values are compared but never printed.
 func Verify(ctx context.Context, dst client.Reader, g *Graph, originals map[types.UID]*unstructured.Unstructured) ([]Difference, error) {
+	byKey, err := listMovedKinds(ctx, dst, g)
+	if err != nil {
+		return nil, err
+	}
+	return compare(g, byKey, originals), nil
+}
+
+// Conflicts lists the objects of the graph that already exist in the target (same kind,
+// namespace and name), excluding global objects and copies kept in the source (ClusterClasses a
+// earlier --cluster move may have copied), which are adopted as they are.
+func Conflicts(ctx context.Context, dst client.Reader, g *Graph) ([]Ref, error) {
+	byKey, err := listMovedKinds(ctx, dst, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []Ref
+	for _, n := range g.Moved() {
+		if !n.Global && !n.KeepInSource && byKey[objKey(n)] != nil {
+			out = append(out, n.Ref)
+		}
+	}
+	return out, nil
+}
+
+func objKey(n *Node) string {
+	return n.Obj.GroupVersionKind().GroupKind().String() + "/" + n.Ref.Namespace + "/" + n.Ref.Name
+}
+
+// listMovedKinds lists, in c, every kind of the graph in the graph's namespaces.
+func listMovedKinds(ctx context.Context, dst client.Reader, g *Graph) (map[string]*unstructured.Unstructured, error) {
 	var typesToList []TypeInfo
 	seenType := map[schema.GroupVersionKind]bool{}
 	nsSet := map[string]bool{}
@@ -125,13 +155,17 @@ func Verify(ctx context.Context, dst client.Reader, g *Graph, originals map[type
 		o := &objs[i]
 		byKey[o.GroupVersionKind().GroupKind().String()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
 	}
+	return byKey, nil
+}
+
+func compare(g *Graph, byKey map[string]*unstructured.Unstructured, originals map[types.UID]*unstructured.Unstructured) []Difference {
 	var diffs []Difference
 	for _, n := range g.Moved() {
 		src := originals[n.Ref.UID]
 		if src == nil {
 			src = n.Obj
 		}
-		got := byKey[n.Obj.GroupVersionKind().GroupKind().String()+"/"+n.Ref.Namespace+"/"+n.Ref.Name]
+		got := byKey[objKey(n)]
 		if got == nil {
 			diffs = append(diffs, Difference{Object: n.Ref, Problem: "missing in the target"})
 			continue
@@ -150,7 +184,7 @@ func Verify(ctx context.Context, dst client.Reader, g *Graph, originals map[type
 			diffs = append(diffs, Difference{Object: n.Ref, Problem: fmt.Sprintf("owners differ (source: %s; target: %s)", a, b)})
 		}
 	}
-	return diffs, nil
+	return diffs
 }
 
 // content is what a move must carry over: everything but metadata and status. A pause capctl set
