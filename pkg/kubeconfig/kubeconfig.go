@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,14 +42,21 @@ type Result struct {
 type ClusterNotFoundError struct {
 	Cluster, Namespace string
 	Existing           []string
+	// ElsewhereIn are other namespaces that have a Cluster of that name.
+	ElsewhereIn []string
 }
 
 func (e *ClusterNotFoundError) Error() string {
 	msg := fmt.Sprintf("cluster %q not found in namespace %q", e.Cluster, e.Namespace)
 	if len(e.Existing) == 0 {
-		return msg + " (there are no clusters in that namespace; pass -n NAMESPACE)"
+		msg += " (there are no clusters in that namespace)"
+	} else {
+		msg += fmt.Sprintf(" (clusters there: %s)", strings.Join(e.Existing, ", "))
 	}
-	return msg + fmt.Sprintf(" (clusters there: %s)", strings.Join(e.Existing, ", "))
+	if len(e.ElsewhereIn) > 0 {
+		return msg + fmt.Sprintf("; a cluster of that name exists in namespace %s: pass -n %s", quoteJoin(e.ElsewhereIn, ", "), e.ElsewhereIn[0])
+	}
+	return msg + "; pass -n NAMESPACE to look elsewhere"
 }
 
 // SecretNotFoundError says the Cluster exists but none of its kubeconfig Secrets do.
@@ -100,7 +108,30 @@ func Get(ctx context.Context, c client.Client, namespace, cluster string) (*Resu
 			return nil, &SecretNotFoundError{Cluster: cluster, Namespace: namespace, Secrets: SecretNames(cluster)}
 		}
 	}
-	return nil, &ClusterNotFoundError{Cluster: cluster, Namespace: namespace, Existing: clusters}
+	return nil, &ClusterNotFoundError{Cluster: cluster, Namespace: namespace, Existing: clusters,
+		ElsewhereIn: namespacesWithCluster(ctx, c, cluster)}
+}
+
+// namespacesWithCluster returns the namespaces holding a Cluster named name (one metadata-only
+// LIST across namespaces); nil when that cannot be read (for example, RBAC limited to a namespace).
+func namespacesWithCluster(ctx context.Context, c client.Client, name string) []string {
+	mapping, err := c.RESTMapper().RESTMapping(ClusterGroupKind)
+	if err != nil {
+		return nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind("ClusterList"))
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []string
+	for _, it := range list.Items {
+		if it.Name == name {
+			out = append(out, it.Namespace)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ListClusters returns the names of the Clusters in namespace, sorted (one LIST, metadata only).

@@ -79,8 +79,9 @@ func TestGet(t *testing.T) {
 			t.Fatalf("want ClusterNotFoundError listing clusters, got %v", err)
 		}
 		_, err = Get(ctx, c, "default", "alpha")
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no clusters in that namespace") {
-			t.Fatalf("want ClusterNotFoundError for empty namespace, got %v", err)
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no clusters in that namespace") ||
+			!strings.Contains(err.Error(), `exists in namespace "fleet": pass -n fleet`) {
+			t.Fatalf("want ClusterNotFoundError for empty namespace pointing at fleet, got %v", err)
 		}
 	})
 	t.Run("secret without value key", func(t *testing.T) {
