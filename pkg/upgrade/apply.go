@@ -1,0 +1,445 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/inventory"
+)
+
+// Source is what applying needs from the repositories: the catalog (versions, metadata) and the
+// processed components of a provider version, moved into the given namespace.
+type Source interface {
+	Catalog
+	Components(ctx context.Context, p inventory.Provider, version, targetNamespace string) ([]unstructured.Unstructured, error)
+}
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// DryRun validates, reads the current components and sends the new ones as a server-side dry
+	// run: nothing changes.
+	DryRun bool
+	// WaitProviders waits for the new components to be usable (as init --wait-providers).
+	WaitProviders bool
+	// WaitTimeout bounds that wait (default 5 min).
+	WaitTimeout time.Duration
+	// ScaleDownTimeout bounds the wait for the old controllers to stop (default 1 min).
+	ScaleDownTimeout time.Duration
+	// Log receives progress per provider. Nil discards.
+	Log *logging.Logger
+}
+
+// ApplyResult says what Apply did (or, with DryRun, would do).
+type ApplyResult struct {
+	DryRun    bool             `json:"dryRun"`
+	Providers []ProviderResult `json:"providers"`
+	// Warnings list container args and env the user changed on the running Deployments that the
+	// new components do not carry: the upgrade drops them.
+	Warnings []DriftWarning `json:"warnings,omitempty"`
+}
+
+// ProviderResult is one provider's upgrade.
+type ProviderResult struct {
+	Target
+	// Deleted are the old components deleted (CRDs, the namespace and the inventory entry are kept).
+	Deleted []install.ObjectRef `json:"deleted"`
+	// Dropped are old objects the new version does not have any more (a subset of Deleted).
+	Dropped []install.ObjectRef `json:"dropped,omitempty"`
+	// Applied are the new components applied (CRDs updated in place).
+	Applied []install.ObjectRef `json:"applied"`
+	// Unchecked are objects a dry run could not check (their CRD or namespace is new).
+	Unchecked []install.ObjectRef `json:"unchecked,omitempty"`
+}
+
+// DriftWarning is one user change on a running controller that the upgrade drops.
+type DriftWarning struct {
+	Provider   string `json:"provider"`
+	Deployment string `json:"deployment"` // namespace/name
+	Container  string `json:"container"`
+	// What is "arg" or "env".
+	What  string `json:"what"`
+	Value string `json:"value"`
+}
+
+func (w DriftWarning) String() string {
+	return fmt.Sprintf("%s: Deployment %s container %s: %s %s", w.Provider, w.Deployment, w.Container, w.What, w.Value)
+}
+
+// ErrNothingToUpgrade means every requested provider is already at its target version.
+var ErrNothingToUpgrade = errors.New("nothing to upgrade: the providers are already at the requested versions")
+
+type preparedUpgrade struct {
+	target   Target
+	newObjs  []unstructured.Unstructured
+	oldObjs  []unstructured.Unstructured // the current version's components as the repository has them (nil if unavailable)
+	live     []unstructured.Unstructured // the objects of the provider in the cluster, minus what is kept
+	liveDeps []appsv1.Deployment
+}
+
+// Apply upgrades providers as `capctl upgrade apply` does: validate every input and fetch every
+// new component set first; then scale the old controllers to zero, and per provider (in type
+// order) delete the old components except CRDs, the namespace and the inventory entry, apply the
+// new ones (CRDs updated in place) and record the new version in the inventory.
+func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts ApplyOptions) (*ApplyResult, error) {
+	log := opts.Log
+	if log == nil {
+		log = logging.Discard()
+	}
+	if opts.ScaleDownTimeout == 0 {
+		opts.ScaleDownTimeout = time.Minute
+	}
+	items, err := ReadInventory(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := ValidateRequest(ctx, src, items, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, ErrNothingToUpgrade
+	}
+
+	// Everything that can fail without touching the cluster, first.
+	prepared := make([]*preparedUpgrade, 0, len(targets))
+	for _, t := range targets {
+		pu := &preparedUpgrade{target: t}
+		pu.newObjs, err = src.Components(ctx, t.Provider, t.To, t.Provider.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("fetching the components of %s %s: %w", t.Provider.ManifestLabel(), t.To, err)
+		}
+		if old, err := src.Components(ctx, t.Provider, t.From, t.Provider.Namespace); err == nil {
+			pu.oldObjs = old
+		} else {
+			log.V(1).Info("Cannot read the installed version's components; comparing the running controllers with the new version only", "provider", t.Provider.ManifestLabel(), "version", t.From, "reason", err.Error())
+		}
+		pu.live, err = providerObjects(ctx, c, t.Provider, pu.oldObjs, pu.newObjs)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range pu.live {
+			if u.GetKind() == "Deployment" && u.GroupVersionKind().Group == "apps" {
+				d := appsv1.Deployment{}
+				if err := runtimeConvert(&u, &d); err == nil {
+					pu.liveDeps = append(pu.liveDeps, d)
+				}
+			}
+		}
+		prepared = append(prepared, pu)
+	}
+
+	res := &ApplyResult{DryRun: opts.DryRun}
+	for _, pu := range prepared {
+		res.Warnings = append(res.Warnings, driftWarnings(pu.target.Provider.ManifestLabel(), pu.liveDeps, pu.oldObjs, pu.newObjs)...)
+	}
+
+	if opts.DryRun {
+		for _, pu := range prepared {
+			pr := ProviderResult{Target: pu.target, Deleted: refs(pu.live), Dropped: dropped(pu.live, pu.newObjs)}
+			log.Info("Would upgrade", "provider", pu.target.Provider.String(), "from", pu.target.From, "to", pu.target.To)
+			r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{DryRun: true, Source: source(pu.target), Log: log.V(1)})
+			if err != nil {
+				return nil, fmt.Errorf("dry run of %s %s: %w", pu.target.Provider.ManifestLabel(), pu.target.To, err)
+			}
+			pr.Applied, pr.Unchecked = r.Applied, r.Unchecked
+			res.Providers = append(res.Providers, pr)
+		}
+		return res, nil
+	}
+
+	log.Info("Performing upgrade...")
+	// Old controllers stop first, so that none of them answers conversion webhooks for new CRDs.
+	for _, pu := range prepared {
+		if err := scaleDown(ctx, c, pu.target.Provider, pu.liveDeps, opts.ScaleDownTimeout); err != nil {
+			return res, err
+		}
+	}
+	for _, pu := range prepared {
+		t := pu.target
+		log.Info("Upgrading", "provider", t.Provider.String(), "from", t.From, "to", t.To)
+		pr := ProviderResult{Target: t, Dropped: dropped(pu.live, pu.newObjs)}
+		for i := range pu.live {
+			u := &pu.live[i]
+			err := c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if err != nil && !apierrors.IsNotFound(err) {
+				res.Providers = append(res.Providers, pr)
+				return res, fmt.Errorf("upgrading %s: deleting %s: %w (the old components are partly deleted: run the same upgrade again)", t.Provider.ManifestLabel(), install.RefOf(u), err)
+			}
+			pr.Deleted = append(pr.Deleted, install.RefOf(u))
+			log.V(1).Info("Deleted", "object", install.RefOf(u).String())
+		}
+		r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{Source: source(t), Log: log.V(1)})
+		if err != nil {
+			res.Providers = append(res.Providers, pr)
+			return res, fmt.Errorf("upgrading %s to %s: %w (the old components are deleted: run the same upgrade again to finish)", t.Provider.ManifestLabel(), t.To, err)
+		}
+		pr.Applied = r.Applied
+		updated := t.Provider
+		updated.Version = t.To
+		if err := inventory.Write(ctx, c, updated); err != nil {
+			res.Providers = append(res.Providers, pr)
+			return res, err
+		}
+		res.Providers = append(res.Providers, pr)
+		log.Info("Upgraded", "provider", t.Provider.String(), "version", t.To, "deleted", len(pr.Deleted), "applied", len(pr.Applied))
+	}
+	if opts.WaitProviders {
+		for _, pu := range prepared {
+			log.Info("Waiting for the provider to be available", "provider", pu.target.Provider.String(), "waitingFor", install.Summary(pu.newObjs, false))
+			if err := install.Wait(ctx, c, pu.newObjs, install.WaitOptions{Timeout: opts.WaitTimeout, Source: source(pu.target), Log: log}); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func source(t Target) string {
+	return fmt.Sprintf("%s %s", t.Provider.ManifestLabel(), t.To)
+}
+
+func refs(objs []unstructured.Unstructured) []install.ObjectRef {
+	out := make([]install.ObjectRef, 0, len(objs))
+	for i := range objs {
+		out = append(out, install.RefOf(&objs[i]))
+	}
+	return out
+}
+
+// dropped returns the live objects the new components do not have.
+func dropped(live, newObjs []unstructured.Unstructured) []install.ObjectRef {
+	have := map[string]bool{}
+	for i := range newObjs {
+		u := &newObjs[i]
+		have[u.GroupVersionKind().GroupKind().String()+"|"+u.GetNamespace()+"|"+u.GetName()] = true
+	}
+	var out []install.ObjectRef
+	for i := range live {
+		u := &live[i]
+		if !have[u.GroupVersionKind().GroupKind().String()+"|"+u.GetNamespace()+"|"+u.GetName()] {
+			out = append(out, install.RefOf(u))
+		}
+	}
+	return out
+}
+
+// baselineKinds are looked for even when neither components set has them.
+var baselineKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"},
+}
+
+// kept are the kinds an upgrade never deletes.
+func kept(gk schema.GroupKind) bool {
+	switch {
+	case gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition":
+		return true
+	case gk.Group == "" && gk.Kind == "Namespace":
+		return true
+	case gk.Group == inventory.Group && gk.Kind == inventory.Kind:
+		return true
+	}
+	return false
+}
+
+// providerObjects lists the provider's objects in the cluster (label cluster.x-k8s.io/provider,
+// in its namespace or cluster-scoped) of every kind the old or new components have, plus the
+// usual kinds, leaving out what an upgrade keeps.
+func providerObjects(ctx context.Context, c *cluster.Client, p inventory.Provider, sets ...[]unstructured.Unstructured) ([]unstructured.Unstructured, error) {
+	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, gvk := range baselineKinds {
+		kinds[gvk.GroupKind()] = gvk
+	}
+	for _, set := range sets {
+		for i := range set {
+			gvk := set[i].GroupVersionKind()
+			kinds[gvk.GroupKind()] = gvk
+		}
+	}
+	gks := make([]schema.GroupKind, 0, len(kinds))
+	for gk := range kinds {
+		if !kept(gk) {
+			gks = append(gks, gk)
+		}
+	}
+	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
+	var out []unstructured.Unstructured
+	for _, gk := range gks {
+		m, err := c.Mapper.RESTMapping(gk, kinds[gk].Version)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // not served: nothing of that kind can exist
+			}
+			return nil, fmt.Errorf("looking up kind %s: %w", gk, err)
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(m.GroupVersionKind.Kind + "List"))
+		lo := []client.ListOption{client.MatchingLabels{inventory.ProviderLabel: p.ManifestLabel()}, client.HasLabels{inventory.ClusterctlLabel}}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			lo = append(lo, client.InNamespace(p.Namespace))
+		}
+		if err := c.List(ctx, list, lo...); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("listing the %s objects of %s: %w", gk.Kind, p.ManifestLabel(), err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// scaleDown scales the provider's Deployments to 0 and waits until they report no replicas.
+func scaleDown(ctx context.Context, c *cluster.Client, p inventory.Provider, deps []appsv1.Deployment, timeout time.Duration) error {
+	for i := range deps {
+		d := &deps[i]
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`))
+		if err := c.Patch(ctx, d, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("scaling Deployment %s/%s of %s to 0: %w (nothing was upgraded yet)", d.Namespace, d.Name, p.ManifestLabel(), err)
+		}
+	}
+	for i := range deps {
+		d := deps[i]
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			cur := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(&d), cur); err != nil {
+				return apierrors.IsNotFound(err), nil
+			}
+			return cur.Status.Replicas == 0, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for Deployment %s/%s of %s to scale to 0: %w", d.Namespace, d.Name, p.ManifestLabel(), err)
+		}
+	}
+	return nil
+}
+
+// driftWarnings compares the running Deployments with the installed version's components (what
+// the user got) and the new ones: args and env the user added or changed and that the new
+// components do not carry are lost by the upgrade. Without the installed version's components,
+// every running arg/env the new components lack is reported.
+func driftWarnings(label string, live []appsv1.Deployment, oldObjs, newObjs []unstructured.Unstructured) []DriftWarning {
+	oldDeps, newDeps := deploymentsByName(oldObjs), deploymentsByName(newObjs)
+	var out []DriftWarning
+	for _, d := range live {
+		base, ok := oldDeps[d.Name]
+		if !ok || oldObjs == nil {
+			base = newDeps[d.Name]
+		}
+		next := newDeps[d.Name]
+		for _, ct := range d.Spec.Template.Spec.Containers {
+			bc, nc := container(base, ct.Name), container(next, ct.Name)
+			for _, a := range ct.Args {
+				if !contains(bc.Args, a) && !contains(nc.Args, a) {
+					out = append(out, DriftWarning{Provider: label, Deployment: d.Namespace + "/" + d.Name, Container: ct.Name, What: "arg", Value: a})
+				}
+			}
+			for _, e := range ct.Env {
+				s := envString(e.Name, e.Value, e.ValueFrom)
+				if !containsEnv(bc.Env, s) && !containsEnv(nc.Env, s) {
+					out = append(out, DriftWarning{Provider: label, Deployment: d.Namespace + "/" + d.Name, Container: ct.Name, What: "env", Value: s})
+				}
+			}
+		}
+	}
+	return out
+}
+
+type containerSpec struct {
+	Args []string
+	Env  []string
+}
+
+func container(d *appsv1.Deployment, name string) containerSpec {
+	var cs containerSpec
+	if d == nil {
+		return cs
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			cs.Args = c.Args
+			for _, e := range c.Env {
+				cs.Env = append(cs.Env, envString(e.Name, e.Value, e.ValueFrom))
+			}
+		}
+	}
+	return cs
+}
+
+func envString(name, value string, from *corev1.EnvVarSource) string {
+	if from != nil {
+		b, _ := json.Marshal(from)
+		return fmt.Sprintf("%s from %s", name, b)
+	}
+	return name + "=" + value
+}
+
+func runtimeConvert(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsEnv(list []string, s string) bool { return contains(list, s) }
+
+func deploymentsByName(objs []unstructured.Unstructured) map[string]*appsv1.Deployment {
+	out := map[string]*appsv1.Deployment{}
+	for i := range objs {
+		u := &objs[i]
+		if u.GetKind() != "Deployment" || u.GroupVersionKind().Group != "apps" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtimeConvert(u, d); err == nil {
+			out[u.GetName()] = d
+		}
+	}
+	return out
+}
+
+// String lists targets as `name from → to`.
+func (r *ApplyResult) String() string {
+	var b strings.Builder
+	for _, p := range r.Providers {
+		fmt.Fprintf(&b, "%s %s -> %s\n", p.Provider.String(), p.From, p.To)
+	}
+	return b.String()
+}
