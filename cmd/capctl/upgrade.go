@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -13,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/pkg/repository"
+	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -30,7 +32,7 @@ upgrades of its workload clusters.`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newUpgradePlanCmd(f))
+	cmd.AddCommand(newUpgradePlanCmd(f), newUpgradeApplyCmd(f))
 	return cmd
 }
 
@@ -101,11 +103,7 @@ func (o *upgradePlanOptions) runFleet(cmd *cobra.Command, f *factory) error {
 
 // upgradeCatalog builds the repository client of the configured providers.
 func upgradeCatalog(cmd *cobra.Command, f *factory) (upgrade.RepositoryCatalog, error) {
-	cfg, err := f.Config(cmd.Context())
-	if err != nil {
-		return upgrade.RepositoryCatalog{}, err
-	}
-	rc, err := repository.New(cfg, repository.Options{Logger: f.Logger()})
+	rc, err := f.repositoryClient(cmd.Context(), false)
 	if err != nil {
 		return upgrade.RepositoryCatalog{}, err
 	}
@@ -262,5 +260,167 @@ func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) {
 	if n > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "Versions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", upgrade.MaxKubeletSkew)
+	}
+}
+
+type upgradeApplyOptions struct {
+	contract          string
+	core              string
+	bootstrap         []string
+	controlPlane      []string
+	infrastructure    []string
+	ipam              []string
+	runtimeExtension  []string
+	addon             []string
+	waitProviders     bool
+	waitTimeoutSecond int
+	dryRun            bool
+	output            string
+
+	req upgrade.Request
+}
+
+func newUpgradeApplyCmd(f *factory) *cobra.Command {
+	o := &upgradeApplyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Upgrade the providers of the management cluster",
+		Long: strings.TrimSpace(`
+Upgrade the providers of the management cluster: to the latest releases of a contract
+(--contract v1beta2, as "capctl upgrade plan" shows), or to the versions given per provider.
+
+Every input is checked before anything changes: the providers must be installed, the versions
+must be published releases of their repositories, no downgrade, no skip of more than 3 minors
+for cluster-api and the kubeadm providers, and one contract (v1beta2) that every provider works
+with. Then the old controllers are scaled to zero, and per provider the old components are deleted
+(CRDs, the namespace and the inventory entry are kept), the new ones applied (CRDs updated in
+place) and the inventory updated.
+
+Container args and env that were changed on the running controllers and that the new components
+do not carry are listed as warnings: the upgrade drops them, re-apply them afterwards.`),
+		Example: strings.TrimSpace(`
+  capctl upgrade apply --contract v1beta2
+  capctl upgrade apply --core capi-system/cluster-api:v1.14.0 -i capd-system/docker:v1.14.0
+  capctl upgrade apply --contract v1beta2 --dry-run`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.contract, "contract", "", "Upgrade every provider to the latest release of this contract (only v1beta2)")
+	fl.StringVar(&o.core, "core", "", "Core provider to upgrade, as [namespace/]cluster-api:version")
+	fl.StringSliceVarP(&o.bootstrap, "bootstrap", "b", nil, "Bootstrap providers to upgrade, as [namespace/]name:version")
+	fl.StringSliceVarP(&o.controlPlane, "control-plane", "c", nil, "Control plane providers to upgrade, as [namespace/]name:version")
+	fl.StringSliceVarP(&o.infrastructure, "infrastructure", "i", nil, "Infrastructure providers to upgrade, as [namespace/]name:version")
+	fl.StringSliceVar(&o.ipam, "ipam", nil, "IPAM providers to upgrade, as [namespace/]name:version")
+	fl.StringSliceVar(&o.runtimeExtension, "runtime-extension", nil, "Runtime extension providers to upgrade, as [namespace/]name:version")
+	fl.StringSliceVar(&o.addon, "addon", nil, "Add-on providers to upgrade, as [namespace/]name:version")
+	fl.BoolVar(&o.waitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
+	fl.IntVar(&o.waitTimeoutSecond, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
+	fl.StringVarP(&o.output, "output", "o", "", "Output format of the result: text (default), json or yaml")
+	return cmd
+}
+
+func (o *upgradeApplyOptions) validate() error {
+	switch o.output {
+	case "", "text", "json", "yaml":
+	default:
+		return usageErrorf("invalid output format %q: use one of text, json, yaml", o.output)
+	}
+	if o.waitTimeoutSecond <= 0 {
+		return usageErrorf("--wait-provider-timeout must be a positive number of seconds")
+	}
+	type group struct {
+		t    provider.Type
+		vals []string
+	}
+	groups := []group{
+		{provider.BootstrapProviderType, o.bootstrap}, {provider.ControlPlaneProviderType, o.controlPlane},
+		{provider.InfrastructureProviderType, o.infrastructure}, {provider.IPAMProviderType, o.ipam},
+		{provider.RuntimeExtensionProviderType, o.runtimeExtension}, {provider.AddonProviderType, o.addon},
+	}
+	if o.core != "" {
+		groups = append([]group{{provider.CoreProviderType, []string{o.core}}}, groups...)
+	}
+	o.req = upgrade.Request{Contract: o.contract}
+	for _, g := range groups {
+		for _, v := range g.vals {
+			ref, err := provider.ParseReference(v, true)
+			if err != nil {
+				return usageErrorf("%s: %v", g.t.Flag(), err)
+			}
+			if ref.Version == "" || ref.Version == "latest" {
+				return usageErrorf("%s %s: give the version to upgrade to, as [namespace/]name:version", g.t.Flag(), v)
+			}
+			if g.t == provider.CoreProviderType && ref.Name != provider.CoreProviderName {
+				return usageErrorf("--core %s: the core provider is %s", v, provider.CoreProviderName)
+			}
+			o.req.Providers = append(o.req.Providers, upgrade.Requested{Type: g.t, Ref: ref})
+		}
+	}
+	flags := "--core, -b/--bootstrap, -c/--control-plane, -i/--infrastructure, --ipam, --runtime-extension, --addon"
+	switch {
+	case o.contract == "" && len(o.req.Providers) == 0:
+		return usageErrorf("either --contract or at least one of %s is required", flags)
+	case o.contract != "" && len(o.req.Providers) > 0:
+		return usageErrorf("--contract cannot be combined with %s", flags)
+	case o.contract != "" && o.contract != upgrade.CurrentContract:
+		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", upgrade.CurrentContract, o.contract)
+	}
+	return nil
+}
+
+func (o *upgradeApplyOptions) run(cmd *cobra.Command, f *factory) error {
+	ctx := cmd.Context()
+	cat, err := upgradeCatalog(cmd, f)
+	if err != nil {
+		return err
+	}
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	log := f.Logger()
+	res, err := upgrade.Apply(ctx, c, cat, o.req, upgrade.ApplyOptions{
+		DryRun: o.dryRun, WaitProviders: o.waitProviders,
+		WaitTimeout: time.Duration(o.waitTimeoutSecond) * time.Second, Log: log,
+	})
+	if errors.Is(err, upgrade.ErrNothingToUpgrade) {
+		fmt.Fprintln(f.IO.Out, "Nothing to upgrade: you are already up to date!")
+		return nil
+	}
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(f.IO.ErrOut, "Warning: the upgrade drops a change made on the running controller, re-apply it afterwards: %s\n", w)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return renderStructured(f.IO.Out, o.output, res, func(w io.Writer) { renderApplyResult(w, res) })
+}
+
+func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
+	for _, p := range res.Providers {
+		verb := "Upgraded"
+		if res.DryRun {
+			verb = "Would upgrade"
+		}
+		fmt.Fprintf(w, "%s %s (%s) from %s to %s: %d objects deleted, %d applied", verb, p.Provider.String(), p.Provider.Type, p.From, p.To, len(p.Deleted), len(p.Applied))
+		if res.DryRun && len(p.Unchecked) > 0 {
+			fmt.Fprintf(w, " (%d not checkable before their CRD or namespace exists)", len(p.Unchecked))
+		}
+		fmt.Fprintln(w)
+		for _, d := range p.Dropped {
+			fmt.Fprintf(w, "  - %s is not in %s and %s removed\n", d, p.To, map[bool]string{true: "would be", false: "was"}[res.DryRun])
+		}
+	}
+	if res.DryRun {
+		fmt.Fprintln(w, "Dry run: nothing was changed.")
 	}
 }

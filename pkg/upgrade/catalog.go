@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -55,4 +57,18 @@ func (r RepositoryCatalog) Series(ctx context.Context, p inventory.Provider, ver
 		out = append(out, Series{Major: uint64(s.Major), Minor: uint64(s.Minor), Contract: s.Contract})
 	}
 	return out, nil
+}
+
+// Components returns the processed components of version of the installed provider, moved into
+// targetNamespace (variables from the environment and the config, image overrides applied).
+func (r RepositoryCatalog) Components(ctx context.Context, p inventory.Provider, version, targetNamespace string) ([]unstructured.Unstructured, error) {
+	rp, err := r.Provider(p)
+	if err != nil {
+		return nil, err
+	}
+	comps, err := r.Client.Components(ctx, rp, repository.ComponentsOptions{Version: version, TargetNamespace: targetNamespace})
+	if err != nil {
+		return nil, err
+	}
+	return comps.Objects, nil
 }

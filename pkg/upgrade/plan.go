@@ -195,11 +195,18 @@ func readProviderInfo(ctx context.Context, cat Catalog, p inventory.Provider) (*
 	return info, nil
 }
 
-// next returns the newest published candidate compatible with contract.
+// skipsTooFar is clusterctl's guard: core and kubeadm providers (from v1.10.0 on) may move at most
+// 3 minors in one upgrade.
+func skipsTooFar(p inventory.Provider, from, to *semver.Version) bool {
+	return skipGuarded(p) && !from.LessThan(skipGuardSince) && to.Major() == from.Major() && to.Minor() > from.Minor()+maxMinorSkip
+}
+
+// next returns the newest published candidate compatible with contract (and, for core and
+// kubeadm providers, at most 3 minors ahead, so that the plan is one apply can run).
 func (info *providerInfo) next(ctx context.Context, cat Catalog, contract string) (*candidate, error) {
 	for i := range info.candidates {
 		c := &info.candidates[i]
-		if !compatible(contract, c.contract) {
+		if !compatible(contract, c.contract) || skipsTooFar(info.p, info.current, c.v) {
 			continue
 		}
 		if !c.published {

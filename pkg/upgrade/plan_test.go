@@ -86,9 +86,10 @@ func TestPlanProvidersContractBoundary(t *testing.T) {
 	core := inventory.New("cluster-api", provider.CoreProviderType, "v1.10.10", "capi-system")
 	infra := inventory.New("foo", provider.InfrastructureProviderType, "v0.5.0", "foo-system")
 	cat := memCatalog{
-		versions: map[string][]string{"cluster-api": {"v1.10.10", "v1.14.0"}, "infrastructure-foo": {"v0.5.0", "v0.5.1"}},
+		// v1.14.0 is 4 minors ahead of v1.10.10: the plan stops at v1.13.0 (clusterctl's skip guard).
+		versions: map[string][]string{"cluster-api": {"v1.10.10", "v1.13.0", "v1.14.0"}, "infrastructure-foo": {"v0.5.0", "v0.5.1"}},
 		series: map[string]map[string][]Series{
-			"cluster-api":        {"v1.10.10": old, "v1.14.0": capiSeries},
+			"cluster-api":        {"v1.10.10": old, "v1.13.0": capiSeries[1:], "v1.14.0": capiSeries},
 			"infrastructure-foo": {"v0.5.0": {{0, 5, "v1beta1"}}, "v0.5.1": {{0, 5, "v1beta1"}}},
 		},
 	}
@@ -105,7 +106,7 @@ func TestPlanProvidersContractBoundary(t *testing.T) {
 	}
 	// A v1beta1 provider still runs in a v1beta2 management cluster: not blocking.
 	v2 := plan.Contracts[1]
-	if len(v2.Blocked) != 0 || !v2.Applicable() || v2.Providers[0].NextVersion != "v1.14.0" {
+	if len(v2.Blocked) != 0 || !v2.Applicable() || v2.Providers[0].NextVersion != "v1.13.0" {
 		t.Errorf("v1beta2 plan %+v", v2)
 	}
 

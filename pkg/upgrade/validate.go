@@ -209,7 +209,7 @@ func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, versi
 	if to.LessThan(from) {
 		return Target{}, fmt.Errorf("%s is older than the installed %s: downgrades are not supported", version, inv.Version)
 	}
-	if skipGuarded(inv) && !from.LessThan(skipGuardSince) && to.Major() == from.Major() && to.Minor() > from.Minor()+maxMinorSkip {
+	if skipsTooFar(inv, from, to) {
 		return Target{}, fmt.Errorf("upgrading %s from %s to %s skips more than %d minors: upgrade in steps (e.g. to v%d.%d first)", inv.ManifestLabel(), inv.Version, version, maxMinorSkip, from.Major(), from.Minor()+maxMinorSkip)
 	}
 	all, err := cat.Versions(ctx, inv)
