@@ -48,6 +48,12 @@ func upgradeCreateFromFile(t *testing.T, c client.Client, path string) {
 
 func TestUpgradePlanUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
+		{"upgrade", "apply"},
+		{"upgrade", "apply", "--contract", "v1beta1"},
+		{"upgrade", "apply", "--contract", "v1beta2", "--core", "cluster-api:v1.14.0"},
+		{"upgrade", "apply", "--core", "cluster-api"},
+		{"upgrade", "apply", "--core", "aws:v1.0.0"},
+		{"upgrade", "apply", "-i", "docker:1.x"},
 		{"upgrade", "plan", "--kubernetes-version", "1.33.2"},
 		{"upgrade", "plan", "--kubernetes-version", "v1.33"},
 		{"upgrade", "plan", "--kubernetes-version", "v1.33.2", "-o", "xml"},
@@ -90,11 +96,39 @@ func TestUpgradeCommands(t *testing.T) {
 	crds := filepath.Join(fixtures, "crds")
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
+		filepath.Join(fixtures, "repository", "cert-manager", "v1.21.1", "cert-manager-crds.yaml"),
 	}})
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	cfg := upgradeConfig(t, fixtures)
 	t.Run("fleet plan", func(t *testing.T) { testUpgradeFleetPlan(t, env) })
 	t.Run("provider plan", func(t *testing.T) { testUpgradeProviderPlan(t, env, cfg) })
+	t.Run("apply", func(t *testing.T) { testUpgradeApply(t, env, cfg) })
+}
+
+// testUpgradeApply runs on the inventory testUpgradeProviderPlan wrote (core v1.13.4, docker
+// v1.14.0, no components installed): bad input fails before any change, a dry run shows the plan.
+func testUpgradeApply(t *testing.T, env *testenv.Env, cfg string) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--core", "cluster-api:v1.13.3"}, "downgrades are not supported"},
+		{[]string{"--core", "cluster-api:v1.13.9"}, "is not in the repository of cluster-api (available: v1.14.0, v1.13.5, v1.13.4, v1.12.11, v1.10.10)"},
+		{[]string{"-i", "aws:v2.0.0"}, `no InfrastructureProvider "aws" is installed`},
+	} {
+		_, errOut, code := runCapctl(t, append([]string{"upgrade", "apply", "--kubeconfig", env.Kubeconfig, "--config", cfg}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %s", tc.args, code, errOut)
+		}
+	}
+	out, errOut, code := runCapctl(t, "upgrade", "apply", "--contract", "v1beta2", "--dry-run", "--kubeconfig", env.Kubeconfig, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "Would upgrade capi-system/cluster-api (CoreProvider) from v1.13.4 to v1.14.0") || !strings.Contains(out, "Dry run: nothing was changed.") {
+		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	items, err := inventory.List(context.Background(), env.Client)
+	if err != nil || items[0].Version != "v1.13.4" {
+		t.Errorf("dry run changed the inventory: %+v %v", items, err)
+	}
 }
 
 func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -399,7 +400,15 @@ func container(d *appsv1.Deployment, name string) containerSpec {
 
 func envString(name, value string, from *corev1.EnvVarSource) string {
 	if from != nil {
-		b, _ := json.Marshal(from)
+		// The API server defaults fieldRef.apiVersion to v1: compare without it.
+		f := from.DeepCopy()
+		if f.FieldRef != nil && f.FieldRef.APIVersion == "v1" {
+			f.FieldRef.APIVersion = ""
+		}
+		if f.ResourceFieldRef != nil && f.ResourceFieldRef.Divisor.IsZero() {
+			f.ResourceFieldRef.Divisor = resource.Quantity{}
+		}
+		b, _ := json.Marshal(f)
 		return fmt.Sprintf("%s from %s", name, b)
 	}
 	return name + "=" + value
