@@ -49,6 +49,9 @@ type Options struct {
 	// https://proxy.golang.org); "off" lists through the GitHub API. Proxy failures fall back to
 	// the API.
 	GoProxy string
+	// GitLabToken is the Bearer token for GitLab package URLs. Empty: GITLAB_ACCESS_TOKEN from the
+	// environment or gitlab-access-token / GITLAB_ACCESS_TOKEN from the config.
+	GitLabToken string
 	// CacheDir holds downloaded files and version lists. Empty: config.CacheDir(). "-" disables
 	// the disk cache.
 	CacheDir string
@@ -71,13 +74,14 @@ type Options struct {
 // Client resolves providers, versions and files. It is safe for concurrent use; files read once are
 // kept in memory for the rest of the run.
 type Client struct {
-	cfg      *config.Config
-	opts     Options
-	registry *Registry
-	cache    *diskCache
-	http     *http.Client
-	token    string
-	log      *logging.Logger
+	cfg         *config.Config
+	opts        Options
+	registry    *Registry
+	cache       *diskCache
+	http        *http.Client
+	token       string
+	gitlabToken string
+	log         *logging.Logger
 
 	mu       sync.Mutex
 	sources  map[string]source // by provider URL
@@ -136,6 +140,15 @@ func New(cfg *config.Config, opts Options) (*Client, error) {
 	if c.token == "" && cfg != nil {
 		c.token = cfg.GitHubToken()
 	}
+	c.gitlabToken = opts.GitLabToken
+	if c.gitlabToken == "" && cfg != nil {
+		for _, k := range []string{"GITLAB_ACCESS_TOKEN", "gitlab-access-token"} {
+			if v, ok := cfg.Lookup(k); ok && v != "" {
+				c.gitlabToken = v
+				break
+			}
+		}
+	}
 	return c, nil
 }
 
@@ -177,6 +190,8 @@ func (c *Client) source(p Provider) (source, *location, error) {
 		}
 		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: c.token != "",
 			goproxy: c.opts.GoProxy, log: func(msg string, kv ...any) { c.log.V(1).Info(msg, kv...) }}
+	case "gitlab":
+		s = &gitlabSource{http: c.http, scheme: loc.scheme, host: loc.host, project: loc.owner, pkg: loc.repo, version: loc.version, token: c.gitlabToken}
 	}
 	c.sources[p.URL] = s
 	return s, loc, nil

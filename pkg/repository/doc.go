@@ -34,6 +34,10 @@
 //     download 404s. Network errors and 5xx answers are retried with exponential backoff; 4xx are
 //     not. A used-up rate limit (403/429 with X-RateLimit-Remaining: 0) is a *RateLimitError
 //     naming the reset time and both remedies.
+//   - GitLab generic packages:
+//     https://gitlab.HOST/api/v4/projects/{project}/packages/generic/{package}/{version}/{file}
+//     (GITLAB_ACCESS_TOKEN as a Bearer token). Versions cannot be listed: the URL's version is the
+//     only one known, as in clusterctl; mirrors carry components and metadata only.
 //   - Local: an absolute path or file:// URL, {basepath}/{provider-label}/{version|latest}/{file};
 //     the provider-label folder must equal the provider's manifest label. Versions are the
 //     sub-folders that parse as semantic versions. ".." is refused everywhere (ErrPathEscape).

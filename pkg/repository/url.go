@@ -12,10 +12,12 @@ import (
 
 // location is a parsed provider URL.
 type location struct {
-	kind string // "github" or "local"
+	kind   string // "github", "gitlab" or "local"
+	scheme string
 
 	// GitHub: owner/repo, the version named in the URL ("latest" or a tag), the folder inside the
-	// release (usually empty) and the components file name.
+	// release (usually empty) and the components file name. GitLab: owner is the project (as
+	// escaped in the URL), repo the package name.
 	host, owner, repo string
 
 	// Local: the base path holding {provider-label}/{version}/{file}.
@@ -41,10 +43,13 @@ func parseLocation(raw string) (*location, error) {
 	}
 	switch {
 	case u.Scheme == "https" || u.Scheme == "http":
-		if u.Host != "github.com" && !strings.HasPrefix(u.Host, "github.") {
-			return nil, fmt.Errorf("repository URL %q: only GitHub release URLs (https://github.com/OWNER/REPO/releases/{latest|vX.Y.Z}/FILE), file:// URLs and absolute paths are supported", raw)
+		switch {
+		case u.Host == "github.com" || strings.HasPrefix(u.Host, "github."):
+			return parseGitHub(u, raw)
+		case strings.HasPrefix(u.Host, "gitlab."):
+			return parseGitLab(u, raw)
 		}
-		return parseGitHub(u, raw)
+		return nil, fmt.Errorf("repository URL %q: only GitHub release URLs (https://github.com/OWNER/REPO/releases/{latest|vX.Y.Z}/FILE), GitLab package URLs (https://gitlab.HOST/api/v4/projects/...), file:// URLs and absolute paths are supported", raw)
 	case u.Scheme == "file":
 		p := u.Path
 		if u.Host != "" && u.Host != "localhost" {
