@@ -150,7 +150,7 @@ func TestInitLifecycle(t *testing.T) {
 
 	// Controllers stand-in: Deployments become available, webhook Services get endpoints, CA is
 	// injected, the cert-manager probe's namespace is finalized.
-	ctl := installtest.Start(ctx, c, installtest.Options{Interval: 100 * time.Millisecond, OnError: func(err error) { t.Logf("stand-in controllers: %v", err) }})
+	ctl := installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, OnError: func(err error) { t.Logf("stand-in controllers: %v", err) }})
 	defer func() { ctl.Stop() }()
 
 	base := initialize.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
@@ -331,7 +331,7 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("a second infrastructure provider later; its wait times out with reasons", func(t *testing.T) {
 		// Nothing makes its Deployment ready this time.
 		ctl.Stop()
-		ctl = installtest.Start(ctx, c, installtest.Options{Interval: 100 * time.Millisecond, NotReady: true})
+		ctl = installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, NotReady: true})
 		o := base
 		o.Selection = initialize.Selection{Infrastructure: []string{"tiny:v0.1.0"}}
 		o.WaitProviderTimeout = time.Second
@@ -458,7 +458,7 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 	cfgPath := writeConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
-	ctl := installtest.Start(ctx, env.Client, installtest.Options{Interval: 100 * time.Millisecond})
+	ctl := installtest.Start(ctx, env.Client, installtest.Options{Interval: 250 * time.Millisecond})
 	defer ctl.Stop()
 
 	u, err := url.Parse(env.Config.Host)

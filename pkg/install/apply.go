@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -383,26 +385,36 @@ type retryable struct{ error }
 
 func (r retryable) Unwrap() error { return r.error }
 
-// retry runs fn until it succeeds, fails permanently, or timeout passes. Transient API errors
-// (throttling, server timeouts, unavailable) are retried with a short backoff. Conflicts are not:
-// server-side apply sends no resourceVersion, so a 409 is a field-manager conflict that waiting
-// does not resolve.
+// retry runs fn until it succeeds, fails permanently, or timeout passes. Transient errors are
+// retried with a short backoff: throttling, server timeouts, unavailable, and network errors
+// (refused or reset connections, client-side timeouts: a large CRD on a busy API server can take
+// longer than one request's timeout, so a timed-out request is retried at least twice whatever
+// the budget). Conflicts are not: server-side apply sends no resourceVersion, so a 409 is a
+// field-manager conflict that waiting does not resolve.
 func retry(ctx context.Context, timeout time.Duration, fn func() error) error {
 	deadline := time.Now().Add(timeout)
 	delay := 200 * time.Millisecond
+	timeouts := 0
 	for {
 		err := fn()
 		if err == nil {
 			return nil
 		}
 		var r retryable
-		transient := errors.As(err, &r) || apierrors.IsTooManyRequests(err) ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
-			apierrors.IsInternalError(err)
+		isRetryable := errors.As(err, &r)
 		if r.error != nil {
 			err = r.error
 		}
-		if !transient || time.Now().Add(delay).After(deadline) {
+		var ne net.Error
+		timedOut := errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil
+		if timedOut {
+			timeouts++
+		}
+		transient := isRetryable || timedOut || apierrors.IsTooManyRequests(err) ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
+			apierrors.IsInternalError(err) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+		outOfTime := time.Now().Add(delay).After(deadline) && !(timedOut && timeouts <= 2)
+		if !transient || outOfTime {
 			return err
 		}
 		select {
