@@ -70,60 +70,89 @@ free_port() {
   die "no free port found"
 }
 
-# launch_server NAME: etcd + kube-apiserver on free loopback ports (in the background), and a
-# kubeconfig at $WORK/NAME/kubeconfig that trusts exactly the server's self-signed certificate.
-launch_server() {
+# launch_etcd NAME: etcd on free loopback ports, in the background.
+launch_etcd() {
   local name="$1" dir="$WORK/$1"
   mkdir -p "$dir/certs"
-  local etcd_port peer_port api_port token
-  free_port; etcd_port=$PORT
-  free_port; peer_port=$PORT
-  free_port; api_port=$PORT
-  token="$(openssl rand -hex 24)"
+  free_port; local etcd_port=$PORT
+  free_port; local peer_port=$PORT
   "$BIN/etcd" --name "$name" --data-dir "$dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "$name=http://127.0.0.1:$peer_port" --unsafe-no-fsync >"$dir/etcd.log" 2>&1 &
   PIDS+=($!)
-  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
-  echo "$token,demo-admin,demo-admin,system:masters" >"$dir/tokens.csv"
-  "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+  echo $! >"$dir/etcd.pid"
+  echo "$etcd_port" >"$dir/etcd.port"
+}
+
+# await_etcd NAME: wait until etcd accepts connections (it can take a while on a busy machine).
+await_etcd() {
+  local name="$1" dir="$WORK/$1" port pid
+  port="$(cat "$dir/etcd.port")"; pid="$(cat "$dir/etcd.pid")"
+  for _ in $(seq 600); do
+    if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || { tail -5 "$dir/etcd.log" >&2; die "$name: etcd exited (log above)"; }
+    sleep 0.1
+  done
+  tail -5 "$dir/etcd.log" >&2
+  die "$name: etcd not listening after 60s"
+}
+
+# launch_apiserver NAME: kube-apiserver on a free loopback port backed by that etcd, with a
+# static token for the admin user, in the background.
+launch_apiserver() {
+  local name="$1" dir="$WORK/$1"
+  free_port; local api_port=$PORT
+  [[ -s "$dir/sa.key" ]] || {
+    openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+    openssl rand -hex 24 >"$dir/token"
+    echo "$(cat "$dir/token"),demo-admin,demo-admin,system:masters" >"$dir/tokens.csv"
+  }
+  "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$(cat "$dir/etcd.port")" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --endpoint-reconciler-type none --allow-privileged=true --cert-dir "$dir/certs" \
     --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --token-auth-file "$dir/tokens.csv" \
     --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$dir/sa.pub" \
     --service-account-signing-key-file "$dir/sa.key" --disable-admission-plugins ServiceAccount \
-    >"$dir/apiserver.log" 2>&1 &
+    >>"$dir/apiserver.log" 2>&1 &
   PIDS+=($!)
   echo $! >"$dir/apiserver.pid"
   echo "$api_port" >"$dir/port"
-  echo "$token" >"$dir/token"
 }
 
-# await_server NAME: write the kubeconfig once the serving certificate exists, wait for /readyz.
+# await_server NAME: wait for /readyz (relaunching the API server up to twice if it dies while
+# starting, as it can on a loaded machine), then write $WORK/NAME/kubeconfig trusting exactly the
+# server's self-signed certificate.
 await_server() {
-  local name="$1" dir="$WORK/$1" kc="$WORK/$1/kubeconfig"
-  local pid
-  pid="$(cat "$dir/apiserver.pid")"
-  for _ in $(seq 300); do [[ -s "$dir/certs/apiserver.crt" ]] && break; sleep 0.1; done
-  [[ -s "$dir/certs/apiserver.crt" ]] || { tail -20 "$dir/apiserver.log" >&2; die "$name: kube-apiserver did not start (log above)"; }
-  (
-    export KUBECONFIG="$kc"
-    "$BIN/kubectl" config set-cluster "$name" --server "https://127.0.0.1:$(cat "$dir/port")" \
-      --certificate-authority "$dir/certs/apiserver.crt" --embed-certs=true >/dev/null
-    "$BIN/kubectl" config set-credentials "$name-admin" --token "$(cat "$dir/token")" >/dev/null
-    "$BIN/kubectl" config set-context "$name" --cluster "$name" --user "$name-admin" >/dev/null
-    "$BIN/kubectl" config use-context "$name" >/dev/null
-  )
-  chmod 600 "$kc"
-  for _ in $(seq 300); do
-    if "$BIN/kubectl" --kubeconfig "$kc" get --raw /readyz >/dev/null 2>&1; then return 0; fi
-    kill -0 "$pid" 2>/dev/null || { tail -5 "$dir/apiserver.log" >&2; die "$name: kube-apiserver exited (log above)"; }
-    sleep 0.1
+  local name="$1" dir="$WORK/$1" kc="$WORK/$1/kubeconfig" attempt pid
+  for attempt in 1 2 3; do
+    pid="$(cat "$dir/apiserver.pid")"
+    for _ in $(seq 900); do
+      if [[ -s "$dir/certs/apiserver.crt" ]]; then
+        if [[ ! -s "$kc" ]]; then
+          (
+            export KUBECONFIG="$kc"
+            "$BIN/kubectl" config set-cluster "$name" --server "https://127.0.0.1:$(cat "$dir/port")" \
+              --certificate-authority "$dir/certs/apiserver.crt" --embed-certs=true >/dev/null
+            "$BIN/kubectl" config set-credentials "$name-admin" --token "$(cat "$dir/token")" >/dev/null
+            "$BIN/kubectl" config set-context "$name" --cluster "$name" --user "$name-admin" >/dev/null
+            "$BIN/kubectl" config use-context "$name" >/dev/null
+          )
+          chmod 600 "$kc"
+        fi
+        if "$BIN/kubectl" --kubeconfig "$kc" get --raw /readyz >/dev/null 2>&1; then return 0; fi
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && break # alive but not ready in 90s: give up below
+    note "$name: kube-apiserver exited while starting (attempt $attempt); starting it again"
+    rm -f "$kc"
+    launch_apiserver "$name"
   done
   tail -20 "$dir/apiserver.log" >&2
-  die "$name: kube-apiserver not ready after 30s (log above)"
+  die "$name: kube-apiserver not ready (log above)"
 }
 
 # has_cmd WORDS...: whether capctl has that (sub)command on this build.
@@ -151,8 +180,12 @@ kubectl_quiet() { "$BIN/kubectl" "$@"; }
 # ---------------------------------------------------------------------------------------------
 start=$(date +%s)
 say "Starting two throwaway API servers (kube-apiserver + etcd ${K8S_VERSION}, loopback only)"
-launch_server management
-launch_server target
+launch_etcd management
+launch_etcd target
+await_etcd management
+await_etcd target
+launch_apiserver management
+launch_apiserver target
 await_server management
 await_server target
 MGMT="$WORK/management/kubeconfig"
@@ -455,11 +488,22 @@ if ((INITIALIZED)) && has_cmd upgrade plan; then
   if ((GENERATED)); then capctl upgrade plan --kubernetes-version v1.36.0; fi
 elif ((INITIALIZED)); then skip "capctl upgrade plan is not built yet"; else skip "upgrade plan needs capctl init"; fi
 
+UPGRADED=0
+say "7. Upgrade the providers to the newest releases of the v1beta2 contract"
+if ((INITIALIZED)) && has_cmd upgrade apply; then
+  capctl upgrade apply --contract v1beta2
+  UPGRADED=1
+  drop_webhooks "$MGMT"
+  kubectl get providers.clusterctl.cluster.x-k8s.io -A
+elif ((INITIALIZED)); then skip "capctl upgrade apply is not built yet"; else skip "upgrade apply needs capctl init"; fi
+
 MOVED=0
-say "7. Move the workload cluster to the second API server"
+say "8. Move the workload cluster to the second API server"
 if ((GENERATED)) && has_cmd move; then
-  note "The target needs the same providers: initialise it the same way."
-  capctl init "${INIT_ARGS[@]}" --kubeconfig "$TARGET"
+  note "The target needs the same providers at the same versions: initialise it likewise."
+  TARGET_INIT_ARGS=("${INIT_ARGS[@]}")
+  ((UPGRADED)) && TARGET_INIT_ARGS=(--core cluster-api --bootstrap kubeadm --control-plane kubeadm --infrastructure demo --wait-providers=false)
+  capctl init "${TARGET_INIT_ARGS[@]}" --kubeconfig "$TARGET"
   drop_webhooks "$TARGET"
   capctl move -n "$NS" --to-kubeconfig "$TARGET" --dry-run
   capctl move -n "$NS" --to-kubeconfig "$TARGET"
@@ -471,7 +515,7 @@ if ((GENERATED)) && has_cmd move; then
   else skip "capctl describe is not built yet"; fi
 elif ((GENERATED)); then skip "capctl move is not built yet"; else skip "move needs a generated cluster"; fi
 
-say "8. Delete the providers from the management cluster"
+say "9. Delete the providers from the management cluster"
 if ((INITIALIZED)); then
   if ((MOVED)); then
     note "Nothing is left on the management cluster after the move, so the CRDs can go too."
