@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/describe/describetest"
+)
+
+// TestDescribeCommands runs `capctl describe cluster|clusters` against one real API server.
+func TestDescribeCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	testenv.FixturesDir(t)
+	env := testenv.Start(t, testenv.Options{})
+	describetest.InstallCRDs(t, env)
+	healthy, stuck := describetest.Healthy(), describetest.Provisioning()
+	for _, s := range []*describetest.Scenario{healthy, stuck} {
+		s.Create(context.Background(), t, env)
+	}
+	prev := describeNow
+	describeNow = func() time.Time { return describetest.Now }
+	t.Cleanup(func() { describeNow = prev })
+	kc := []string{"--kubeconfig", env.Kubeconfig}
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCapctl(t, append(args, kc...)...)
+	}
+
+	t.Run("tree matches the package's golden output", func(t *testing.T) {
+		out, errOut, code := run("describe", "cluster", "prod", "-n", "healthy")
+		want, err := os.ReadFile(filepath.Join("..", "..", "pkg", "describe", "testdata", "healthy.golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 0 || out != string(want) {
+			t.Errorf("exit %d, stderr %s\n--- got:\n%s\n--- want:\n%s", code, errOut, out, want)
+		}
+	})
+	t.Run("forced colour", func(t *testing.T) {
+		out, _, code := run("describe", "cluster", "prod", "-n", "healthy", "--color")
+		if code != 0 || !strings.Contains(out, "\x1b[32mTrue\x1b[0m") {
+			t.Errorf("exit %d, no green True in:\n%q", code, out)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		out, errOut, code := run("describe", "cluster", "stuck", "-n", "provisioning", "-o", "json")
+		var tree struct {
+			Cluster struct {
+				FirstFailing string `json:"firstFailing"`
+			} `json:"cluster"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &tree) != nil || !strings.HasPrefix(tree.Cluster.FirstFailing, "DockerCluster provisioning/stuck") {
+			t.Errorf("exit %d, stderr %s, out:\n%s", code, errOut, out)
+		}
+	})
+	t.Run("clusters summary", func(t *testing.T) {
+		describeNow = time.Now
+		defer func() { describeNow = func() time.Time { return describetest.Now } }()
+		out, errOut, code := run("describe", "clusters", "-A")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAMESPACE") ||
+			!strings.Contains(lines[1], "healthy") || !strings.Contains(lines[1], "3/3") || !strings.Contains(lines[1], "v1.34.1") ||
+			!strings.Contains(lines[2], "stuck") || !strings.Contains(lines[2], "NotAvailable") || !strings.Contains(lines[2], "0/2") ||
+			!strings.HasSuffix(lines[1], "s") {
+			t.Errorf("summary:\n%s", out)
+		}
+		out, _, code = run("describe", "clusters", "-n", "healthy", "-o", "yaml")
+		if code != 0 || !strings.Contains(out, "name: prod") || strings.Contains(out, "stuck") {
+			t.Errorf("namespaced yaml summary (exit %d):\n%s", code, out)
+		}
+	})
+	t.Run("cluster not found lists the clusters there", func(t *testing.T) {
+		_, errOut, code := run("describe", "cluster", "nope", "-n", "healthy")
+		if code != 1 || !strings.Contains(errOut, `cluster "nope" not found in namespace "healthy"; clusters there: prod`) {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+		_, errOut, code = run("describe", "cluster", "prod", "-n", "no-such-ns")
+		if code != 1 || !strings.Contains(errOut, `namespace "no-such-ns" not found`) {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+}
+
+func TestDescribeUsageAndUnreachable(t *testing.T) {
+	// Bad flags fail before any cluster is contacted (the kubeconfig does not even exist).
+	for _, args := range [][]string{
+		{"describe", "cluster", "x", "--show-conditions", "Machine, Cluster"},
+		{"describe", "cluster", "x", "-o", "xml"},
+		{"describe", "cluster"},
+		{"describe"},
+		{"describe", "clusters", "-A", "-n", "x"},
+	} {
+		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", "/nonexistent/kubeconfig")...)
+		if code != 1 || !strings.Contains(errOut, "Usage:") || strings.Contains(errOut, "nonexistent") {
+			t.Errorf("%v: exit %d, want a usage error:\n%s", args, code, errOut)
+		}
+	}
+	// An API server that does not answer.
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	const cfg = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+`
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCapctl(t, "describe", "cluster", "x", "--kubeconfig", kc, "--connect-timeout", "2s")
+	if code != 1 || !strings.Contains(errOut, "cannot reach the API server https://127.0.0.1:1") {
+		t.Errorf("unreachable: exit %d: %s", code, errOut)
+	}
+}

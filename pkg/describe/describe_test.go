@@ -1,0 +1,309 @@
+package describe_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/describe/describetest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// env is the one API server of this package (started in TestMain, shared by every test).
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	var err error
+	env, err = testenv.StartForMain(testenv.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the test API server: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	env.Stop()
+	os.Exit(code)
+}
+
+var (
+	setupOnce sync.Once
+	setupOK   bool
+)
+
+// setup installs the Cluster API CRDs and creates every scenario, once for the package.
+func setup(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	testenv.FixturesDir(t) // skips, saying why, without the fixtures
+	setupOnce.Do(func() {
+		ctx := context.Background()
+		describetest.InstallCRDs(t, env)
+		var wg sync.WaitGroup
+		for _, s := range describetest.All() {
+			env.CreateNamespaces(t, s.Namespace)
+			wg.Add(1)
+			go func(s *describetest.Scenario) {
+				defer wg.Done()
+				describetest.Apply(ctx, t, env.Client, s.Objects)
+			}(s)
+		}
+		wg.Wait()
+		setupOK = !t.Failed()
+	})
+	if !setupOK {
+		t.Fatal("setting up the scenarios failed (see the first test that ran)")
+	}
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v\ngot:\n%s", err, got)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run `go test ./pkg/describe -run %s -update` after checking it by eye)\n--- got:\n%s\n--- want:\n%s", path, t.Name(), got, want)
+	}
+}
+
+func render(t *testing.T, c describe.Reader, opts describe.Options) []byte {
+	t.Helper()
+	tree, err := describe.Discover(context.Background(), c, opts)
+	if err != nil {
+		t.Fatalf("describe %s/%s: %v", opts.Namespace, opts.Name, err)
+	}
+	var buf bytes.Buffer
+	if err := describe.Render(&buf, tree, describe.RenderOptions{Now: describetest.Now}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestDescribeGolden(t *testing.T) {
+	setup(t)
+	base := func(s *describetest.Scenario) describe.Options {
+		return describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	}
+	with := func(o describe.Options, f func(*describe.Options)) describe.Options { f(&o); return o }
+	healthy, prov, up, pool, topo := describetest.Healthy(), describetest.Provisioning(), describetest.RollingUpgrade(), describetest.Pool(), describetest.Topology()
+	cases := []struct {
+		name string
+		opts describe.Options
+	}{
+		{"healthy", base(healthy)},
+		{"healthy-everything", with(base(healthy), func(o *describe.Options) {
+			o.ShowConditions, o.Grouping, o.Echo, o.ShowTemplates, o.ShowMachineSets, o.ShowResourceSets = "all", false, true, true, true, true
+		})},
+		{"provisioning", base(prov)},
+		{"provisioning-conditions", with(base(prov), func(o *describe.Options) { o.ShowConditions = "Cluster,dockercluster+" })},
+		{"upgrade", base(up)},
+		{"upgrade-machinesets", with(base(up), func(o *describe.Options) {
+			o.ShowMachineSets = true
+			o.ShowConditions = "Machine/rolling-md-0-old-b+"
+		})},
+		{"pool", base(pool)},
+		{"topology", base(topo)},
+		{"topology-v1beta1-presentation", with(base(topo), func(o *describe.Options) { o.V1Beta1 = true })},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGolden(t, tc.name, render(t, env.Client, tc.opts))
+		})
+	}
+}
+
+// TestDescribeV1Beta1Only runs against a second API server that serves Cluster API at v1beta1
+// only (a management cluster on the old contract).
+func TestDescribeV1Beta1Only(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	old := testenv.Start(t, testenv.Options{CRDPaths: []string{describetest.V1Beta1CRDs()}})
+	s := describetest.V1Beta1Only()
+	old.CreateNamespaces(t, s.Namespace)
+	describetest.Apply(context.Background(), t, old.Client, s.Objects)
+
+	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	tree, err := describe.Discover(context.Background(), old.Client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.ServedVersion != "v1beta1" {
+		t.Errorf("served version %q, want v1beta1", tree.ServedVersion)
+	}
+	checkGolden(t, "legacy", render(t, old.Client, opts))
+	opts.V1Beta1, opts.ShowConditions = true, "all"
+	checkGolden(t, "legacy-v1beta1-presentation", render(t, old.Client, opts))
+}
+
+func TestDescribeAsData(t *testing.T) {
+	setup(t)
+	s := describetest.Provisioning()
+	tree, err := describe.Discover(context.Background(), env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "DockerCluster provisioning/stuck Ready=False (LoadBalancerProvisioningFailed)"; tree.Root.FirstFailing != want {
+		t.Errorf("first failing %q, want %q", tree.Root.FirstFailing, want)
+	}
+	var buf bytes.Buffer
+	if err := describe.RenderJSON(&buf, tree); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Cluster struct {
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			Conditions []struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"conditions"`
+			Children []struct {
+				Kind string `json:"kind"`
+				Role string `json:"role"`
+			} `json:"children"`
+		} `json:"cluster"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatalf("JSON output does not parse: %v\n%s", err, buf.String())
+	}
+	if back.Cluster.Kind != "Cluster" || back.Cluster.Name != "stuck" || len(back.Cluster.Children) != 3 {
+		t.Errorf("unexpected tree: %+v", back.Cluster)
+	}
+	if !strings.Contains(back.Cluster.Conditions[0].Message, "\n* ControlPlaneAvailable") {
+		t.Errorf("multi-line message not kept intact: %q", back.Cluster.Conditions[0].Message)
+	}
+	buf.Reset()
+	if err := describe.RenderYAML(&buf, tree); err != nil || !strings.Contains(buf.String(), "firstFailing: DockerCluster provisioning/stuck") {
+		t.Errorf("YAML: %v\n%s", err, buf.String())
+	}
+}
+
+func TestDescribeBadInput(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	_, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: "healthy", Name: "nope"})
+	var nf *describe.ClusterNotFoundError
+	if !errors.As(err, &nf) || len(nf.Existing) != 1 || nf.Existing[0] != "prod" || !strings.Contains(err.Error(), "clusters there: prod") {
+		t.Errorf("cluster not found: %v", err)
+	}
+	_, err = describe.Discover(ctx, env.Client, describe.Options{Namespace: "no-such-namespace", Name: "prod"})
+	var nsErr *describe.NamespaceNotFoundError
+	if !errors.As(err, &nsErr) {
+		t.Errorf("namespace not found: %v", err)
+	}
+	// Broken references show as missing rows (the golden file shows them); the tree still builds.
+	s := describetest.Topology()
+	tree, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	var walk func(n *describe.Node)
+	walk = func(n *describe.Node) {
+		if n.Missing {
+			missing = append(missing, n.Kind+": "+n.Error)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(tree.Root)
+	if len(missing) != 2 || !strings.Contains(strings.Join(missing, "\n"), "FooConfig: kind FooConfig.bootstrap.example.com is not served") {
+		t.Errorf("missing rows: %q", missing)
+	}
+}
+
+// TestWatchRedrawsOnChange changes a condition while watching and expects a second frame.
+func TestWatchRedrawsOnChange(t *testing.T) {
+	setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := describetest.Pool().InNamespace("watch")
+	s.Create(ctx, t, env)
+	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	frames := make(chan string, 10)
+	frame := func(ctx context.Context) ([]byte, error) {
+		tree, err := describe.Discover(ctx, env.Client, opts)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		err = describe.Render(&buf, tree, describe.RenderOptions{Now: describetest.Now})
+		return buf.Bytes(), err
+	}
+	w := &frameWriter{frames: frames}
+	done := make(chan error, 1)
+	go func() { done <- describe.Watch(ctx, 50*time.Millisecond, w, false, frame) }()
+	first := waitFrame(t, frames)
+	if !strings.Contains(first, "ScalingUp") {
+		t.Fatalf("first frame lacks the pool's state:\n%s", first)
+	}
+	dmp := s.Object("DockerMachinePool", "pooled-mp-0").DeepCopy()
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"","lastTransitionTime":%q}]}}`, describetest.Now.Format(time.RFC3339))
+	if err := env.Client.Status().Patch(ctx, dmp, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	second := waitFrame(t, frames)
+	if strings.Contains(second, "ScalingUp") || !strings.HasPrefix(second, "\n") {
+		t.Errorf("second frame should show the change, after a blank line:\n%s", second)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("watch ended with %v, want nil on cancel", err)
+	}
+}
+
+type frameWriter struct{ frames chan string }
+
+func (w *frameWriter) Write(p []byte) (int, error) {
+	if string(p) == "\n" { // the separator comes in its own write; attach it to the next frame
+		w.frames <- "\n"
+		return 1, nil
+	}
+	w.frames <- string(p)
+	return len(p), nil
+}
+
+func waitFrame(t *testing.T, frames chan string) string {
+	t.Helper()
+	var s string
+	for {
+		select {
+		case f := <-frames:
+			s += f
+			if f != "\n" {
+				return s
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no frame within 30s")
+		}
+	}
+}

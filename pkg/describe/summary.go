@@ -1,0 +1,239 @@
+package describe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ClusterSummary is one row of `describe clusters`.
+type ClusterSummary struct {
+	Name         string    `json:"name"`
+	Namespace    string    `json:"namespace"`
+	Version      string    `json:"version,omitempty"`
+	ClusterClass string    `json:"clusterClass,omitempty"`
+	ControlPlane Counts    `json:"controlPlane"`
+	Workers      Counts    `json:"workers"`
+	Available    string    `json:"available"`
+	Reason       string    `json:"reason,omitempty"`
+	Paused       bool      `json:"paused"`
+	Deleting     bool      `json:"deleting,omitempty"`
+	Created      time.Time `json:"created"`
+}
+
+// Counts are ready/desired replicas; nil when the cluster does not report them.
+type Counts struct {
+	Ready   *int32 `json:"ready,omitempty"`
+	Desired *int32 `json:"desired,omitempty"`
+}
+
+func (c Counts) String() string {
+	if c.Ready == nil && c.Desired == nil {
+		return "-"
+	}
+	ready := c.Ready
+	if ready == nil {
+		var zero int32 // desired is reported but ready not yet: nothing is ready
+		ready = &zero
+	}
+	return fmt.Sprintf("%s/%s", countOr(ready), countOr(c.Desired))
+}
+
+func countOr(v *int32) string {
+	if v == nil {
+		return "?"
+	}
+	return fmt.Sprint(*v)
+}
+
+// SummaryOptions select the clusters of `describe clusters`.
+type SummaryOptions struct {
+	// Namespace to list; empty with AllNamespaces lists every namespace.
+	Namespace     string
+	AllNamespaces bool
+}
+
+// Summarize lists clusters with one row each. The Kubernetes version comes from the topology or,
+// for clusters without one, from their control plane objects, listed once per kind (not per cluster).
+func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSummary, error) {
+	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
+	gvk, ok, err := d.servedGVK(coreGroup, "Cluster")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrCAPINotInstalled
+	}
+	ns := opts.Namespace
+	if opts.AllNamespaces {
+		ns = ""
+	}
+	clusters, err := d.listGVK(ctx, gvk, ns, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(clusters) == 0 && !opts.AllNamespaces {
+		nf := (&discoverer{c: c, opts: Options{Namespace: ns}}).notFound(ctx, gvk)
+		if _, isNS := nf.(*NamespaceNotFoundError); isNS {
+			return nil, nf
+		}
+	}
+
+	// Control planes of clusters without a topology version, listed per kind.
+	cpVersions := map[objKey]string{}
+	needed := map[schema.GroupKind]ref{}
+	for i := range clusters {
+		if nestedString(clusters[i].Object, "spec", "topology", "version") != "" {
+			continue
+		}
+		r := readRef(clusters[i].Object, clusters[i].GetNamespace(), "spec", "controlPlaneRef")
+		if r.defined() {
+			needed[r.gk()] = r
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, r := range needed {
+		wg.Add(1)
+		go func(r ref) {
+			defer wg.Done()
+			cgvk, err := d.resolve(ctx, r)
+			if err != nil {
+				return
+			}
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(cgvk.GroupVersion().WithKind(cgvk.Kind + "List"))
+			var lopts []client.ListOption
+			if ns != "" {
+				lopts = append(lopts, client.InNamespace(ns))
+			}
+			if err := c.List(ctx, l, lopts...); err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range l.Items {
+				cpVersions[objKey{gk: r.gk(), namespace: it.GetNamespace(), name: it.GetName()}] = nestedString(it.Object, "spec", "version")
+			}
+		}(r)
+	}
+	wg.Wait()
+
+	out := make([]ClusterSummary, 0, len(clusters))
+	for i := range clusters {
+		u := &clusters[i]
+		n := objectNode(u, CategoryCluster, "")
+		s := ClusterSummary{
+			Name: u.GetName(), Namespace: u.GetNamespace(), Version: n.Version, ClusterClass: n.Topology,
+			Paused: n.Paused, Deleting: n.Deleting, Created: u.GetCreationTimestamp().Time,
+		}
+		if s.Version == "" {
+			r := readRef(u.Object, u.GetNamespace(), "spec", "controlPlaneRef")
+			s.Version = cpVersions[keyOf(r)]
+		}
+		base := []string{"status"}
+		if isLegacyVersion(u.GetAPIVersion()) {
+			base = []string{"status", "v1beta2"}
+		}
+		path := func(p ...string) []string { return append(append([]string{}, base...), p...) }
+		s.ControlPlane = Counts{Ready: nestedInt(u.Object, path("controlPlane", "readyReplicas")...), Desired: nestedInt(u.Object, path("controlPlane", "desiredReplicas")...)}
+		s.Workers = Counts{Ready: nestedInt(u.Object, path("workers", "readyReplicas")...), Desired: nestedInt(u.Object, path("workers", "desiredReplicas")...)}
+		s.Available = "Unknown"
+		if c := findCondition(n.Conditions, availableCondition); c != nil {
+			s.Available, s.Reason = c.Status, c.Reason
+		} else if c := findCondition(n.V1Beta1Conditions, readyCondition); c != nil {
+			s.Available, s.Reason = c.Status, c.Reason
+		} else {
+			s.Reason = "NoCondition"
+		}
+		if s.Available == "True" {
+			s.Reason = ""
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// RenderSummary prints the fleet table.
+func RenderSummary(w io.Writer, rows []ClusterSummary, o RenderOptions) error {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	p := palette{on: o.Color}
+	cfg := tablewriter.Config{
+		Row: tw.CellConfig{
+			Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
+			Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
+			Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
+		},
+		Header: tw.CellConfig{
+			Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone, AutoFormat: tw.Off},
+			Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
+			Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
+		},
+		Behavior: tw.Behavior{TrimSpace: tw.Off},
+	}
+	var buf strings.Builder
+	t := tablewriter.NewTable(&buf, tablewriter.WithConfig(cfg), tablewriter.WithRendition(tw.Rendition{
+		Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
+		Borders:  tw.BorderNone,
+	}))
+	t.Header([]string{"NAMESPACE", "NAME", "VERSION", "CONTROL PLANE", "WORKERS", "AVAILABLE", "REASON", "PAUSED", "AGE"})
+	for _, s := range rows {
+		avail := p.status(Condition{Type: availableCondition, Status: s.Available})
+		paused := "false"
+		if s.Paused {
+			paused = p.paint("33", "true")
+		}
+		name := s.Name
+		if s.Deleting {
+			name = p.red("!! DELETED !!") + " " + name
+		}
+		age := ""
+		if !s.Created.IsZero() {
+			d := now.Sub(s.Created)
+			if d < 0 {
+				d = 0
+			}
+			age = duration.HumanDuration(d)
+		}
+		version := s.Version
+		if version == "" {
+			version = "-"
+		}
+		if err := t.Append([]string{s.Namespace, name, version, s.ControlPlane.String(), s.Workers.String(), avail, s.Reason, paused, age}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	// Drop the padding tablewriter leaves at line ends.
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l == "" {
+			continue
+		}
+		out.WriteString(strings.TrimRight(l, " \n") + "\n")
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}

@@ -1,0 +1,51 @@
+package describe
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"time"
+)
+
+// clearScreen moves the cursor home and clears the terminal.
+const clearScreen = "\x1b[H\x1b[2J"
+
+// Watch calls frame every interval and writes its output whenever it differs from the last one
+// written, until ctx ends (ctrl-c). On a terminal (clear) each frame replaces the previous one;
+// otherwise frames are appended, separated by a blank line. An error ends the watch, except one
+// caused by ctx ending, which is a normal stop.
+func Watch(ctx context.Context, interval time.Duration, w io.Writer, clear bool, frame func(context.Context) ([]byte, error)) error {
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	var last []byte
+	first := true
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		out, err := frame(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if first || !bytes.Equal(out, last) {
+			switch {
+			case clear:
+				_, _ = io.WriteString(w, clearScreen)
+			case !first:
+				_, _ = io.WriteString(w, "\n")
+			}
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			last, first = out, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
