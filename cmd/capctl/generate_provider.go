@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/provider"
@@ -91,6 +92,11 @@ func (o *generateProviderOptions) validate() error {
 		return usageErrorf("%s: %v", o.t.Flag(), err)
 	}
 	o.ref = ref
+	if o.targetNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.targetNamespace); len(errs) > 0 {
+			return usageErrorf("--target-namespace %q: %s", o.targetNamespace, strings.Join(errs, "; "))
+		}
+	}
 	return nil
 }
 

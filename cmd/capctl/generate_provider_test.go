@@ -74,6 +74,7 @@ func TestGenerateProviderBadInputs(t *testing.T) {
 		{[]string{"--infrastructure", "aws:1.2.x"}, "semantic version"},
 		{[]string{}, "is required"},
 		{[]string{"--core", "cluster-api", "-i", "docker"}, "only one of"},
+		{[]string{"-i", "docker", "-n", "Bad_NS"}, "--target-namespace"},
 	} {
 		_, errOut, code := runCapctl(t, append([]string{"generate", "provider", "--config", cfg}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "Usage:") {
