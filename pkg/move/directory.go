@@ -275,7 +275,10 @@ func ReadBackup(dir string) (*Manifest, *Graph, error) {
 			o.children = append(o.children, n)
 		}
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Ref.String() < nodes[j].Ref.String() })
+	for _, n := range nodes {
+		n.sortKey = n.Ref.String()
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].sortKey < nodes[j].sortKey })
 	order(g, nodes)
 	if g.Count() != len(nodes) {
 		return nil, nil, fmt.Errorf("%w: the graph in %s has an ownership cycle", ErrNotBackup, ManifestFile)

@@ -77,6 +77,7 @@ type Node struct {
 	// Level is the creation level (0 first); -1 when not moved.
 	Level int
 
+	sortKey  string
 	tenant   bool
 	force    bool
 	blocked  bool
@@ -424,12 +425,13 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 		_, objHier := labels[MoveHierarchyLabel]
 		n.force = t.ForceMove || objMove || objHier
 		_, n.blocked = o.GetAnnotations()[BlockMoveAnnotation]
+		n.sortKey = n.Ref.String()
 		g.Nodes[n.Ref.UID] = n
 		byKey[key(gvk.Kind, n.Ref.Namespace, n.Ref.Name)] = n
 		nodes = append(nodes, n)
 	}
 	// Stable order: by kind, namespace, name.
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Ref.String() < nodes[j].Ref.String() })
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].sortKey < nodes[j].sortKey })
 
 	addSoft := func(child, owner *Node) {
 		if child == nil || owner == nil || child == owner {
@@ -613,6 +615,17 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 				continue
 			}
 			reason = notMovedReason(n)
+			if len(n.missing) > 0 {
+				r := n.missing[0]
+				reason = fmt.Sprintf("its owner %s %s (uid %s) does not exist, so it is not linked with any Cluster", r.Kind, r.Name, r.UID)
+			} else {
+				for _, u := range n.Owners {
+					if o := g.Nodes[u]; !o.inMove {
+						reason = fmt.Sprintf("its owner %s is not moved", o.Ref)
+						break
+					}
+				}
+			}
 		}
 		if reason == "" {
 			reason = "it is part of an ownership cycle"
@@ -756,7 +769,7 @@ func order(g *Graph, nodes []*Node) {
 				}
 			}
 		}
-		sort.Slice(next, func(i, j int) bool { return next[i].Ref.String() < next[j].Ref.String() })
+		sort.Slice(next, func(i, j int) bool { return next[i].sortKey < next[j].sortKey })
 		current = next
 	}
 	// Explain what was not placed: descendants of excluded objects say which owner kept them out.
