@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -105,6 +106,12 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 // test-selfsigned and Certificate selfsigned-cert there, then deletes them again. It returns nil
 // when cert-manager accepted them.
 func Probe(ctx context.Context, c client.Client) error {
+	// Without cert-manager's kinds the probe cannot pass: say so without creating (and deleting)
+	// the namespace, whose deletion takes a while and would hold up the next probe.
+	issuerGVK := schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}
+	if _, err := c.RESTMapper().RESTMapping(issuerGVK.GroupKind(), issuerGVK.Version); meta.IsNoMatchError(err) {
+		return &ProbeError{Step: "Issuer " + TestNamespace + "/" + TestIssuer, Err: err}
+	}
 	ns := &corev1.Namespace{}
 	err := c.Get(ctx, client.ObjectKey{Name: TestNamespace}, ns)
 	switch {

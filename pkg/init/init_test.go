@@ -54,7 +54,9 @@ func TestMain(m *testing.M) {
 
 // writeConfig writes a clusterctl.yaml whose providers are the fixture repository's four Cluster
 // API providers plus the tiny test provider, and whose cert-manager is the fixture CRDs.
-func writeConfig(t *testing.T, fixtures string) string {
+func writeConfig(t *testing.T, fixtures string) string { return writeConfigTB(t, fixtures) }
+
+func writeConfigTB(t testing.TB, fixtures string) string {
 	t.Helper()
 	dir := t.TempDir()
 	repo := filepath.Join(fixtures, "repository")
@@ -81,6 +83,10 @@ func writeConfig(t *testing.T, fixtures string) string {
 }
 
 func clients(t *testing.T, cfgPath string, restCfg *rest.Config) initialize.Clients {
+	return clientsTB(t, cfgPath, restCfg)
+}
+
+func clientsTB(t testing.TB, cfgPath string, restCfg *rest.Config) initialize.Clients {
 	t.Helper()
 	cfg, err := config.Load(context.Background(), config.Options{Path: cfgPath})
 	if err != nil {
