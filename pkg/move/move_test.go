@@ -92,6 +92,15 @@ func fleet(t *testing.T, env *testenv.Env, ns string) int {
 	b.create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "cloud-credentials"}, "stringData": map[string]any{"token": "SECRETVALUE"}}}, cm)
 	n += 2
+	// A ClusterResourceSet with its resource (soft-owned by name) and a binding to cluster plain.
+	crs := b.create(obj("addons.cluster.x-k8s.io/v1beta2", "ClusterResourceSet", "crs", map[string]any{
+		"clusterSelector": map[string]any{"matchLabels": map[string]any{"cni": "calico"}},
+		"resources":       []any{map[string]any{"kind": "ConfigMap", "name": "addons"}},
+	}))
+	b.create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "addons"}, "data": map[string]any{"calico.yaml": "kind: List"}}})
+	b.create(obj("addons.cluster.x-k8s.io/v1beta2", "ClusterResourceSetBinding", "plain", map[string]any{"clusterName": "plain"}), crs)
+	n += 3
 	b.create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "stray", "labels": map[string]any{"cluster.x-k8s.io/cluster-name": "plain"}}, "stringData": map[string]any{"x": "y"}}})
 	return n
@@ -123,12 +132,14 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 		{"Machine/plain-cp-0", "KubeadmConfig/plain-cp-0"}, {"MachineDeployment/plain-md-0", "MachineSet/plain-md-0-abcde"},
 		{"Cluster/plain", "Secret/plain-kubeconfig"}, {"ClusterClass/quick-start", "Cluster/classy"},
 		{"ClusterClass/quick-start", "DockerClusterTemplate/quick-start"}, {"ConfigMap/cloud-config", "Secret/cloud-credentials"},
+		{"ClusterResourceSet/crs", "ConfigMap/addons"}, {"ClusterResourceSet/crs", "ClusterResourceSetBinding/plain"},
+		{"Cluster/plain", "ClusterResourceSetBinding/plain"},
 	} {
 		if level[pair[0]] >= level[pair[1]] {
 			t.Errorf("%s (level %d) must come before %s (level %d)", pair[0], level[pair[0]], pair[1], level[pair[1]])
 		}
 	}
-	if cluster["Secret/plain-kubeconfig"] != ns+"/plain" || cluster["DockerMachine/plain-md-0-abcde-1"] != ns+"/plain" {
+	if cluster["Secret/plain-kubeconfig"] != ns+"/plain" || cluster["DockerMachine/plain-md-0-abcde-1"] != ns+"/plain" || cluster["ClusterResourceSetBinding/plain"] != ns+"/plain" {
 		t.Errorf("objects not grouped under their cluster: %v", cluster)
 	}
 	if len(g.Excluded) != 1 || g.Excluded[0].Object.Name != "stray" || !strings.Contains(g.Excluded[0].Reason, MoveLabel) {
