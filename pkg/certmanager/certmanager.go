@@ -279,7 +279,7 @@ func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, erro
 	log.V(1).Info("cert-manager probe failed", "reason", probeErr.Error())
 	if opts.Config.ExternallyProvisioned {
 		log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
-		if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval); err != nil {
+		if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, log); err != nil {
 			return nil, fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
 		}
 		return &Result{Action: ActionExternal}, nil
@@ -303,7 +303,7 @@ func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, erro
 		return nil, fmt.Errorf("installing cert-manager %s: %w; running the command again completes it", comps.Version, err)
 	}
 	log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
-	if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval); err != nil {
+	if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, log); err != nil {
 		return nil, fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
 	}
 	return &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Objects: comps.Objects}, nil
@@ -350,8 +350,9 @@ func (e *WaitError) Error() string {
 func (e *WaitError) Unwrap() error { return e.Probe }
 
 // waitProbe probes until it passes or timeout; objs (may be nil) are diagnosed on a timeout.
-func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration) error {
+func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, log *logging.Logger) error {
 	deadline := time.Now().Add(timeout)
+	nextReport := time.Now().Add(15 * time.Second)
 	for {
 		err := Probe(ctx, c)
 		if err == nil {
@@ -368,6 +369,10 @@ func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstruc
 				}
 			}
 			return we
+		}
+		if time.Now().After(nextReport) {
+			nextReport = time.Now().Add(15 * time.Second)
+			log.Info("Still waiting for cert-manager", "probe", err.Error(), "timeLeft", time.Until(deadline).Round(time.Second).String())
 		}
 		select {
 		case <-ctx.Done():

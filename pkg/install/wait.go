@@ -36,6 +36,9 @@ func injectionSource(u *unstructured.Unstructured) (string, string) {
 	return "", ""
 }
 
+// progressEvery is how often a long wait reports what it still waits for.
+const progressEvery = 15 * time.Second
+
 // Defaults of WaitOptions.
 const (
 	DefaultWaitTimeout  = 5 * time.Minute
@@ -406,6 +409,7 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 	deadline := time.Now().Add(opts.Timeout)
 	pending := ts
 	var last []Check
+	nextReport := time.Now().Add(progressEvery)
 	for {
 		var still []target
 		last = last[:0]
@@ -427,6 +431,11 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 		}
 		if time.Now().Add(opts.Interval).After(deadline) {
 			return &TimeoutError{Source: opts.Source, Timeout: opts.Timeout, Pending: append([]Check(nil), last...)}
+		}
+		if time.Now().After(nextReport) {
+			nextReport = time.Now().Add(progressEvery)
+			log.Info("Still waiting", "ready", len(ts)-len(pending), "of", len(ts), "next", last[0].Reason,
+				"timeLeft", time.Until(deadline).Round(time.Second).String())
 		}
 		select {
 		case <-ctx.Done():
