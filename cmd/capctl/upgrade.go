@@ -129,6 +129,13 @@ func (o *upgradePlanOptions) runProviders(cmd *cobra.Command, f *factory) error 
 }
 
 func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
+	if cm := plan.CertManager; cm != nil {
+		if cm.ShouldUpgrade {
+			fmt.Fprintf(w, "Cert-Manager will be upgraded from %q to %q\n\n", cm.From, cm.To)
+		} else {
+			fmt.Fprintf(w, "Cert-Manager is already up to date\n\n")
+		}
+	}
 	fmt.Fprintf(w, "Management group: %s\n", plan.ManagementGroup)
 	for _, cp := range plan.Contracts {
 		fmt.Fprintln(w)
@@ -406,6 +413,13 @@ func (o *upgradeApplyOptions) run(cmd *cobra.Command, f *factory) error {
 }
 
 func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
+	if cm := res.CertManager; cm != nil {
+		verb := "Upgraded"
+		if res.DryRun {
+			verb = "Would upgrade"
+		}
+		fmt.Fprintf(w, "%s cert-manager from %s to %s (%s)\n", verb, cm.From, cm.To, cm.Reason)
+	}
 	for _, p := range res.Providers {
 		verb := "Upgraded"
 		if res.DryRun {

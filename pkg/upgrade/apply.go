@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -45,6 +46,8 @@ type ApplyOptions struct {
 	WaitTimeout time.Duration
 	// ScaleDownTimeout bounds the wait for the old controllers to stop (default 1 min).
 	ScaleDownTimeout time.Duration
+	// CertManagerTimeout bounds the wait for an upgraded cert-manager (default 10 min).
+	CertManagerTimeout time.Duration
 	// Log receives progress per provider. Nil discards.
 	Log *logging.Logger
 }
@@ -53,6 +56,8 @@ type ApplyOptions struct {
 type ApplyResult struct {
 	DryRun    bool             `json:"dryRun"`
 	Providers []ProviderResult `json:"providers"`
+	// CertManager is set when cert-manager is (or, with DryRun, would be) upgraded.
+	CertManager *CertManagerPlan `json:"certManager,omitempty"`
 	// Warnings list container args and env the user changed on the running Deployments that the
 	// new components do not carry: the upgrade drops them.
 	Warnings []DriftWarning `json:"warnings,omitempty"`
@@ -108,6 +113,9 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 	if opts.ScaleDownTimeout == 0 {
 		opts.ScaleDownTimeout = time.Minute
 	}
+	if opts.CertManagerTimeout == 0 {
+		opts.CertManagerTimeout = 10 * time.Minute
+	}
 	items, err := ReadInventory(ctx, c)
 	if err != nil {
 		return nil, err
@@ -116,7 +124,17 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 	if err != nil {
 		return nil, err
 	}
-	if len(targets) == 0 {
+	var cmPlan *CertManagerPlan
+	var cmComps *certmanager.Components
+	if cs, ok := src.(CertManagerSource); ok {
+		if cmPlan, cmComps, err = planCertManager(ctx, c, cs); err != nil {
+			return nil, err
+		}
+		if cmPlan != nil && !cmPlan.ShouldUpgrade {
+			cmPlan = nil
+		}
+	}
+	if len(targets) == 0 && cmPlan == nil {
 		return nil, ErrNothingToUpgrade
 	}
 
@@ -148,12 +166,15 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 		prepared = append(prepared, pu)
 	}
 
-	res := &ApplyResult{DryRun: opts.DryRun}
+	res := &ApplyResult{DryRun: opts.DryRun, CertManager: cmPlan}
 	for _, pu := range prepared {
 		res.Warnings = append(res.Warnings, driftWarnings(pu.target.Provider.ManifestLabel(), pu.liveDeps, pu.oldObjs, pu.newObjs)...)
 	}
 
 	if opts.DryRun {
+		if cmPlan != nil {
+			log.Info("Would upgrade cert-manager", "from", cmPlan.From, "to", cmPlan.To)
+		}
 		for _, pu := range prepared {
 			pr := ProviderResult{Target: pu.target, Deleted: refs(pu.live), Dropped: dropped(pu.live, pu.newObjs)}
 			log.Info("Would upgrade", "provider", pu.target.Provider.String(), "from", pu.target.From, "to", pu.target.To)
@@ -167,6 +188,14 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 		return res, nil
 	}
 
+	if cmPlan != nil {
+		if err := upgradeCertManager(ctx, c, cmPlan, cmComps, opts.CertManagerTimeout, log); err != nil {
+			return res, err
+		}
+	}
+	if len(prepared) == 0 {
+		return res, nil
+	}
 	log.Info("Performing upgrade...")
 	// Old controllers stop first, so that none of them answers conversion webhooks for new CRDs.
 	for _, pu := range prepared {

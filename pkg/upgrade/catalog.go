@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -71,4 +72,9 @@ func (r RepositoryCatalog) Components(ctx context.Context, p inventory.Provider,
 		return nil, err
 	}
 	return comps.Objects, nil
+}
+
+// CertManager fetches the configured cert-manager components.
+func (r RepositoryCatalog) CertManager(ctx context.Context) (*certmanager.Components, error) {
+	return certmanager.Fetch(ctx, r.Client, "")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -61,6 +62,9 @@ type ProviderPlan struct {
 	ManagementGroup string `json:"managementGroup"`
 	// Contracts are the plans per Cluster API contract, oldest first (string order, as clusterctl).
 	Contracts []ContractPlan `json:"contracts"`
+	// CertManager is cert-manager's upgrade; nil when the cluster's cert-manager is not managed
+	// by capctl/clusterctl (then it is left alone).
+	CertManager *CertManagerPlan `json:"certManager,omitempty"`
 }
 
 // ContractPlan is the upgrade of every provider to the latest release of one contract.
@@ -332,11 +336,21 @@ func ReadInventory(ctx context.Context, c client.Reader) ([]inventory.Provider, 
 	return items, nil
 }
 
-// Plan reads the inventory and plans the provider upgrades.
-func Plan(ctx context.Context, c client.Reader, cat Catalog) (*ProviderPlan, error) {
+// Plan reads the inventory and plans the provider upgrades; when cat is also a CertManagerSource,
+// cert-manager's upgrade is planned too.
+func Plan(ctx context.Context, c *cluster.Client, cat Catalog) (*ProviderPlan, error) {
 	items, err := ReadInventory(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return PlanProviders(ctx, cat, items)
+	plan, err := PlanProviders(ctx, cat, items)
+	if err != nil {
+		return nil, err
+	}
+	if cs, ok := cat.(CertManagerSource); ok {
+		if plan.CertManager, _, err = planCertManager(ctx, c, cs); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
 }

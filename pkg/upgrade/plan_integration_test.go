@@ -23,7 +23,9 @@ func repoCatalog(t testing.TB, root string, providers ...string) RepositoryCatal
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("overridesFolder: " + filepath.Join(dir, "overrides") + "\nproviders:\n")
+	b.WriteString("overridesFolder: " + filepath.Join(dir, "overrides") + "\n")
+	b.WriteString("cert-manager:\n  url: " + filepath.Join(root, "cert-manager", "latest", "cert-manager-crds.yaml") + "\n  version: v1.21.1\n")
+	b.WriteString("providers:\n")
 	for _, label := range providers {
 		typ, name, ok := provider.ParseManifestLabel(label)
 		if !ok {
