@@ -46,6 +46,25 @@ func upgradeCreateFromFile(t *testing.T, c client.Client, path string) {
 	}
 }
 
+func TestUpgradeWithoutManagementCluster(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "kubeconfig")
+	cfg := filepath.Join(dir, "clusterctl.yaml")
+	if err := os.WriteFile(cfg, []byte("providers: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"upgrade", "plan"},
+		{"upgrade", "plan", "--kubernetes-version", "v1.33.2"},
+		{"upgrade", "apply", "--contract", "v1beta2"},
+	} {
+		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", missing, "--config", cfg)...)
+		if code == 0 || !strings.Contains(errOut, missing) {
+			t.Errorf("%v: exit %d, stderr %s", args, code, errOut)
+		}
+	}
+}
+
 func TestUpgradePlanUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"upgrade", "apply"},

@@ -1,0 +1,63 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+// BenchmarkBuildFleetPlan plans 5,000 clusters across 10 waves, half of them with a ClusterClass
+// version list, from v1.28–v1.32 to v1.33.2.
+func BenchmarkBuildFleetPlan(b *testing.B) {
+	class := []string{"v1.28.0", "v1.29.3", "v1.30.4", "v1.31.5", "v1.32.1", "v1.33.2"}
+	infos := make([]ClusterInfo, 5000)
+	for i := range infos {
+		infos[i] = ClusterInfo{
+			Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("c-%d", i),
+			Labels:              map[string]string{WaveLabel: fmt.Sprint(i % 10)},
+			ControlPlaneVersion: class[i%5], WorkerVersions: []string{class[i%5]},
+		}
+		if i%2 == 0 {
+			infos[i].ClusterClass, infos[i].ClassVersions = "ns/quick-start", class
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		plan, err := BuildFleetPlan(infos, "v1.33.2")
+		if err != nil || len(plan.Waves) != 10 {
+			b.Fatalf("%v %d", err, len(plan.Waves))
+		}
+	}
+}
+
+// BenchmarkPlanProviders plans four providers against an in-memory catalog (the planning rules
+// alone, without repository I/O).
+func BenchmarkPlanProviders(b *testing.B) {
+	cat := memCatalog{versions: map[string][]string{}, series: map[string]map[string][]Series{}}
+	var items []inventory.Provider
+	for _, p := range []struct {
+		name string
+		t    provider.Type
+	}{{"cluster-api", provider.CoreProviderType}, {"kubeadm", provider.BootstrapProviderType}, {"kubeadm", provider.ControlPlaneProviderType}, {"docker", provider.InfrastructureProviderType}} {
+		inv := inventory.New(p.name, p.t, "v1.13.4", "ns-"+p.name)
+		items = append(items, inv)
+		label := inv.ManifestLabel()
+		cat.series[label] = map[string][]Series{}
+		for minor := 10; minor <= 14; minor++ {
+			for patch := 0; patch < 10; patch++ {
+				v := fmt.Sprintf("v1.%d.%d", minor, patch)
+				cat.versions[label] = append(cat.versions[label], v)
+				cat.series[label][v] = capiSeries
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := PlanProviders(context.Background(), cat, items); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
