@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,22 @@ func zeroScaledStatus(ctx context.Context, c client.Client, caPEM []byte) {
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// createSoon creates obj, retrying while discovery has not caught up with its freshly
+// Established CRD.
+func createSoon(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	for i := 0; ; i++ {
+		err := c.Create(context.Background(), obj)
+		if err == nil {
+			return
+		}
+		if !meta.IsNoMatchError(err) || i == 100 {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -143,9 +160,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 	cl.SetNamespace("default")
 	cl.SetName("workload")
 	cl.Object["spec"] = map[string]any{"paused": true}
-	if err := c.Create(ctx, cl); err != nil {
-		t.Fatal(err)
-	}
+	createSoon(t, c, cl)
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, crd); err != nil {
 		t.Fatal(err)
@@ -301,9 +316,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 		g.SetNamespace("default")
 		g.SetName("old")
 		g.Object["spec"] = map[string]any{"size": int64(3)}
-		if err := c.Create(ctx, g); err != nil {
-			t.Fatal(err)
-		}
+		createSoon(t, c, g)
 		gcrd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "gadgets.acme.cert-manager.io"}, gcrd); err != nil {
 			t.Fatal(err)
