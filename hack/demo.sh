@@ -55,6 +55,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap 'exit 129' HUP
+# A closed stdout (demo.sh | head) must not kill the script before it stops the servers.
+trap '' PIPE
 
 # free_port: a random loopback port that nothing listens on, below Linux's ephemeral range
 # (32768+, where outgoing connections take theirs) and not handed out before by this script.
@@ -155,6 +158,23 @@ await_server() {
   die "$name: kube-apiserver not ready (log above)"
 }
 
+# finish_namespaces KUBECONFIG: a stand-in for kube-controller-manager's namespace controller,
+# which these bare API servers do not have: a deleted namespace would otherwise stay Terminating
+# forever (cert-manager's readiness probe deletes its test namespace and creates it again). Once a
+# second, namespaces being deleted are finalized. Unlike the real controller it does not empty
+# them first; what the tools here delete is already empty.
+finish_namespaces() {
+  local kc="$1" ns
+  while true; do
+    for ns in $("$BIN/kubectl" --kubeconfig "$kc" get namespaces \
+        -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name}{" "}{end}' 2>/dev/null); do
+      printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"},"spec":{"finalizers":[]}}' "$ns" |
+        "$BIN/kubectl" --kubeconfig "$kc" replace --raw "/api/v1/namespaces/$ns/finalize" -f - >/dev/null 2>&1
+    done
+    sleep 1
+  done
+}
+
 # has_cmd WORDS...: whether capctl has that (sub)command on this build.
 has_cmd() {
   local parent=("${@:1:$#-1}") last="${*: -1}"
@@ -193,6 +213,11 @@ TARGET="$WORK/target/kubeconfig"
 note "management cluster: $MGMT"
 note "second cluster (move target): $TARGET"
 note "ready after $(( $(date +%s) - start ))s"
+note "No kube-controller-manager runs here: a small loop finalizes deleted namespaces in its place."
+finish_namespaces "$MGMT" &
+PIDS+=($!)
+finish_namespaces "$TARGET" &
+PIDS+=($!)
 
 # capctl reads its config from $XDG_CONFIG_HOME/cluster-api/clusterctl.yaml and caches under
 # $XDG_CACHE_HOME: point both into the work folder so the demo leaves the user's own alone.
