@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,7 +50,7 @@ var (
 )
 
 // setup installs the Cluster API CRDs and creates every scenario, once for the package.
-func setup(t *testing.T) {
+func setup(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs a real API server")
@@ -58,16 +59,12 @@ func setup(t *testing.T) {
 	setupOnce.Do(func() {
 		ctx := context.Background()
 		describetest.InstallCRDs(t, env)
-		var wg sync.WaitGroup
+		var objs []*unstructured.Unstructured
 		for _, s := range describetest.All() {
 			env.CreateNamespaces(t, s.Namespace)
-			wg.Add(1)
-			go func(s *describetest.Scenario) {
-				defer wg.Done()
-				describetest.Apply(ctx, t, env.Client, s.Objects)
-			}(s)
+			objs = append(objs, s.Objects...)
 		}
-		wg.Wait()
+		describetest.Apply(ctx, t, env.Client, objs)
 		setupOK = !t.Failed()
 	})
 	if !setupOK {

@@ -17,9 +17,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -114,8 +116,17 @@ func Apply(ctx context.Context, tb testing.TB, c client.Client, objs []*unstruct
 // deletingAnnotation marks fixture objects that should end up being deleted.
 const deletingAnnotation = "describetest.capctl.io/deleting"
 
-// ApplyOne creates one object, writes its status, and deletes it when marked.
+// ApplyOne creates one object, writes its status, and deletes it when marked. Transient errors
+// of a busy test API server (timeouts, throttling, conflicts) are retried.
 func ApplyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
+	transient := func(err error) bool {
+		return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+			apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsConflict(err) || meta.IsNoMatchError(err)
+	}
+	return retry.OnError(retry.DefaultBackoff, transient, func() error { return applyOne(ctx, c, o) })
+}
+
+func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
 	o = o.DeepCopy()
 	status, hasStatus := o.Object["status"]
 	delete(o.Object, "status")
@@ -136,7 +147,7 @@ func ApplyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 		}
 	}
 	if deleting {
-		if err := c.Delete(ctx, o); err != nil {
+		if err := c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
@@ -514,4 +525,40 @@ func (s *Scenario) Create(ctx context.Context, tb testing.TB, env *testenv.Env) 
 	tb.Helper()
 	env.CreateNamespaces(tb, s.Namespace)
 	Apply(ctx, tb, env.Client, s.Objects)
+}
+
+// Large is a cluster with a control plane of cpMachines machines and one MachineDeployment of
+// workers machines, each with its DockerMachine and KubeadmConfig; one worker in a hundred is
+// not ready. It is the benchmark's cluster.
+func Large(namespace string, cpMachines, workers int) *Scenario {
+	s := &Scenario{Namespace: namespace, Cluster: "big"}
+	b := &builder{s}
+	w := int64(workers)
+	b.cluster(nil, []C{{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour}},
+		counts(int64(cpMachines), int64(cpMachines), int64(cpMachines), int64(cpMachines), int64(cpMachines)),
+		counts(w, w, w-int64(workers/100), w-int64(workers/100), w), ready,
+		[]C{{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour}}, int64(cpMachines), "v1.34.1")
+	for i := 0; i < cpMachines; i++ {
+		b.machine(fmt.Sprintf("big-cp-%d", i), "v1.34.1", "KubeadmControlPlane", "big-control-plane", true, healthyMachine(), ready, ready)
+	}
+	b.machineDeployment("big-md-0", w, "v1.34.1", map[string]any{"replicas": w, "readyReplicas": w, "availableReplicas": w, "upToDateReplicas": w},
+		[]C{{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour}})
+	b.machineSet("big-md-0-1", "big-md-0", w, "v1.34.1", map[string]any{"replicas": w})
+	notReady := []C{{Type: "Available", Status: "False", Reason: "NotReady", Ago: 5 * time.Minute},
+		{Type: "Ready", Status: "False", Reason: "NotReady", Message: "* NodeHealthy: Node not ready", Ago: 5 * time.Minute}, upToDate}
+	for i := 0; i < workers; i++ {
+		mc := healthyMachine()
+		if i%100 == 99 {
+			mc = notReady
+		}
+		m := b.machine(fmt.Sprintf("big-md-0-1-%04d", i), "v1.34.1", "MachineSet", "big-md-0-1", false, mc, nil, nil, "cluster.x-k8s.io/deployment-name", "big-md-0")
+		_ = m
+	}
+	// Infrastructure and bootstrap objects without conditions: no status write needed.
+	for _, o := range s.Objects {
+		if o.GetKind() == "DockerMachine" || o.GetKind() == "KubeadmConfig" {
+			delete(o.Object, "status")
+		}
+	}
+	return s
 }
