@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 )
@@ -152,11 +154,18 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 		t.Fatalf("the dry run wrote to the target: %v", keys(got))
 	}
 
-	// Lift the block-move annotation while the move waits for it.
+	// Lift the block-move annotation once the move says it waits for it.
+	waiting := make(chan struct{})
 	lifted := make(chan struct{})
 	go func() {
 		defer close(lifted)
-		time.Sleep(1500 * time.Millisecond)
+		select {
+		case <-waiting:
+		case <-time.After(2 * time.Minute):
+			t.Error("the move never waited for the block-move annotation")
+			return
+		}
+		time.Sleep(500 * time.Millisecond) // a few polls see it still there
 		dc := &unstructured.Unstructured{}
 		dc.SetGroupVersionKind(g.Nodes[findUID(g, "DockerCluster", "plain")].Obj.GroupVersionKind())
 		dc.SetNamespace(ns)
@@ -166,8 +175,10 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 		}
 	}()
 	var progress []int
+	logw := &watchWriter{match: "Move blocked by", hit: waiting}
 	rep, err := Move(ctx, src.Client, dst.Client, Options{
 		Scope: Scope{Namespace: ns}, PollInterval: 200 * time.Millisecond, BlockMoveTimeout: time.Minute,
+		Log: logging.New(logw, 0),
 		Progress: func(phase string, done, total int) {
 			if phase == "create" {
 				progress = append(progress, done)
@@ -175,6 +186,9 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 		},
 	})
 	<-lifted
+	if !strings.Contains(logw.String(), "Every block-move annotation is gone") {
+		t.Errorf("the wait did not end by the annotation going away:\n%s", logw.String())
+	}
 	if err != nil {
 		t.Fatalf("move: %v", err)
 	}
@@ -297,4 +311,30 @@ func TestMoveRefusals(t *testing.T) {
 	if len(problems) != 4 || !strings.Contains(strings.Join(problems, "\n"), "infrastructure-docker") || !strings.Contains(problems[0], "older") {
 		t.Errorf("provider problems: %q", problems)
 	}
+}
+
+// watchWriter collects log lines and closes hit when a line contains match.
+type watchWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	match string
+	hit   chan struct{}
+	done  bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.done && strings.Contains(string(p), w.match) {
+		w.done = true
+		close(w.hit)
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
