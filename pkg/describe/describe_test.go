@@ -158,6 +158,16 @@ func TestDescribeV1Beta1Only(t *testing.T) {
 	checkGolden(t, "legacy", render(t, old.Client, opts))
 	opts.V1Beta1, opts.ShowConditions = true, "all"
 	checkGolden(t, "legacy-v1beta1-presentation", render(t, old.Client, opts))
+
+	// The fleet summary reads the v1beta2 counters under status.v1beta2 and the version from the
+	// v1beta1 control plane.
+	rows, err := describe.Summarize(context.Background(), old.Client, describe.SummaryOptions{AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Version != "v1.30.4" || rows[0].ControlPlane.String() != "2/3" || rows[0].Workers.String() != "1/1" || rows[0].Available != "True" {
+		t.Errorf("summary of the v1beta1 cluster: %+v", rows)
+	}
 }
 
 func TestDescribeAsData(t *testing.T) {
@@ -215,6 +225,13 @@ func TestDescribeBadInput(t *testing.T) {
 	var nsErr *describe.NamespaceNotFoundError
 	if !errors.As(err, &nsErr) {
 		t.Errorf("namespace not found: %v", err)
+	}
+	if _, err := describe.Summarize(ctx, env.Client, describe.SummaryOptions{Namespace: "no-such-namespace"}); !errors.As(err, &nsErr) {
+		t.Errorf("summary of a missing namespace: %v", err)
+	}
+	rows, err := describe.Summarize(ctx, env.Client, describe.SummaryOptions{Namespace: "topology"})
+	if err != nil || len(rows) != 1 || rows[0].Version != "v1.34.1" || rows[0].ClusterClass != "quick-start" || rows[0].Reason != "NotAvailable" {
+		t.Errorf("summary of the topology namespace: %v %+v", err, rows)
 	}
 	// Broken references show as missing rows (the golden file shows them); the tree still builds.
 	s := describetest.Topology()

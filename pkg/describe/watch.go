@@ -3,6 +3,7 @@ package describe
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"time"
 )
@@ -12,8 +13,9 @@ const clearScreen = "\x1b[H\x1b[2J"
 
 // Watch calls frame every interval and writes its output whenever it differs from the last one
 // written, until ctx ends (ctrl-c). On a terminal (clear) each frame replaces the previous one;
-// otherwise frames are appended, separated by a blank line. An error ends the watch, except one
-// caused by ctx ending, which is a normal stop.
+// otherwise frames are appended, separated by a blank line. An error before the first frame ends
+// the watch; a later one (an API server restarting, a timeout) is shown as the frame and the
+// watch goes on. ctx ending is a normal stop.
 func Watch(ctx context.Context, interval time.Duration, w io.Writer, clear bool, frame func(context.Context) ([]byte, error)) error {
 	if interval <= 0 {
 		interval = 2 * time.Second
@@ -28,7 +30,10 @@ func Watch(ctx context.Context, interval time.Duration, w io.Writer, clear bool,
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if first {
+				return err
+			}
+			out = []byte(fmt.Sprintf("Error: %v (retrying every %s)\n", err, interval))
 		}
 		if first || !bytes.Equal(out, last) {
 			switch {
