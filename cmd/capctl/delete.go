@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	deletion "github.com/capctl/capctl/pkg/delete"
 	"github.com/capctl/capctl/pkg/provider"
@@ -20,6 +22,7 @@ type deleteOptions struct {
 	core, bootstrap, controlPlane, infrastructure, ipam, runtimeExtension, addon []string
 
 	all, includeNamespace, includeCRD, includeCertManager, yes, dryRun bool
+	output                                                             string
 
 	opts deletion.Options
 }
@@ -67,11 +70,17 @@ capctl prints what will be deleted and asks for confirmation; pass --yes where n
 	fl.BoolVar(&o.includeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
 	fl.BoolVarP(&o.yes, "yes", "y", false, "Delete without asking for confirmation")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted and stop")
+	fl.StringVarP(&o.output, "output", "o", "", "Output format: text (default), json or yaml (the plan and, unless --dry-run, the result)")
 	return cmd
 }
 
 // complete turns flags into deletion options and validates them, before any cluster call.
 func (o *deleteOptions) complete() error {
+	switch o.output {
+	case "", "text", "json", "yaml":
+	default:
+		return usageErrorf("invalid output format %q: use one of text, json, yaml", o.output)
+	}
 	o.opts = deletion.Options{
 		All: o.all, IncludeNamespace: o.includeNamespace, IncludeCRD: o.includeCRD, IncludeCertManager: o.includeCertManager,
 	}
@@ -110,9 +119,20 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	renderDeletePlan(f.IO.Out, plan)
+	structured := o.output == "json" || o.output == "yaml"
+	if structured {
+		// The plan goes to stderr as a table for whoever confirms; stdout gets one document.
+		if !o.yes && !o.dryRun {
+			renderDeletePlan(f.IO.ErrOut, plan)
+		}
+	} else {
+		renderDeletePlan(f.IO.Out, plan)
+	}
 	if o.dryRun {
 		fmt.Fprintln(f.IO.ErrOut, "Dry run: nothing was deleted.")
+		if structured {
+			return printStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
+		}
 		return nil
 	}
 	if !o.yes {
@@ -135,6 +155,12 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 		}
 		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
 	})
+	if structured {
+		if perr := printStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
+			err = perr
+		}
+		return err
+	}
 	if res != nil {
 		for _, p := range res.InventoryRemoved {
 			fmt.Fprintf(f.IO.Out, "Deleted provider %s %s from namespace %s\n", p.ManifestLabel(), p.Version, p.Namespace)
@@ -144,6 +170,30 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "%d object(s) deleted, %d already gone\n", res.Deleted, res.AlreadyGone)
 	}
+	return err
+}
+
+// deleteReport is the -o json|yaml document.
+type deleteReport struct {
+	Plan   *deletion.Plan   `json:"plan"`
+	Result *deletion.Result `json:"result,omitempty"`
+}
+
+func printStructured(w io.Writer, format string, v any) error {
+	var (
+		b   []byte
+		err error
+	)
+	if format == "json" {
+		b, err = json.MarshalIndent(v, "", "  ")
+		b = append(b, '\n')
+	} else {
+		b, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
 	return err
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -96,6 +97,17 @@ func TestDeleteCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "infrastructure-docker") || !strings.Contains(out, "Deployment 1") ||
 		!strings.Contains(out, "capd-system (kept)") || !strings.Contains(out, "cert-manager: kept") || !capdAlive() {
 		t.Fatalf("dry run: %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCapctl(t, append([]string{"delete", "-i", "docker", "--dry-run", "-o", "json"}, kc...)...)
+	var report struct {
+		Plan struct {
+			Providers []struct {
+				Delete []struct{ Kind, Namespace, Name string } `json:"delete"`
+			} `json:"providers"`
+		} `json:"plan"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &report) != nil || len(report.Plan.Providers) != 1 || len(report.Plan.Providers[0].Delete) != 5 {
+		t.Fatalf("dry run -o json: %d\n%s\n%s", code, out, errOut)
 	}
 	// No terminal, no --yes: refuse.
 	_, errOut, code = runCapctl(t, append([]string{"delete", "-i", "docker"}, kc...)...)

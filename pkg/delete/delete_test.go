@@ -25,9 +25,10 @@ import (
 	"github.com/capctl/capctl/pkg/provider"
 )
 
-// InstallFixture creates the objects of a multi-document YAML file, CRDs first, then waits for
-// the CRDs to be served. Exported to the package's tests only.
-func installFixture(t *testing.T, c client.Client, path string) {
+// installFixture creates the objects of a multi-document YAML file in file order.
+func installFixture(t *testing.T, c client.Client, path string) { installFixtureTB(t, c, path) }
+
+func installFixtureTB(t testing.TB, c client.Client, path string) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := os.ReadFile(path)
@@ -269,4 +270,46 @@ func TestResolve(t *testing.T) {
 	if err := (Options{All: true, Providers: []Selection{{Type: provider.CoreProviderType, Name: "cluster-api"}}}).Validate(); err == nil {
 		t.Error("--all with a provider accepted")
 	}
+}
+
+// BenchmarkBuildPlan measures planning the deletion of every provider of a small installation
+// (discovery, the CRD list and one metadata LIST per API type), reporting API requests per plan.
+func BenchmarkBuildPlan(b *testing.B) {
+	env := testenv.Start(b, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	installFixtureTB(b, c, "testdata/components.yaml")
+	if err := inventory.EnsureCRD(ctx, c); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []inventory.Provider{
+		inventory.New("cluster-api", provider.CoreProviderType, "v1.14.0", "capi-system"),
+		inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
+	} {
+		if err := inventory.Write(ctx, c, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	opts := Options{All: true, IncludeCRD: true, IncludeNamespace: true}
+	if _, err := BuildPlan(ctx, c, opts); err != nil { // warm up discovery and CRD storage
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var requests int64
+	var types int
+	for i := 0; i < b.N; i++ {
+		// A fresh client per plan, as each capctl run has: discovery is paid every time.
+		fresh, err := cluster.New(cluster.Options{Kubeconfig: env.Kubeconfig})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan, err := BuildPlan(ctx, fresh, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		requests += fresh.Requests()
+		types = plan.ListedTypes
+	}
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+	b.ReportMetric(float64(types), "types-listed")
 }
