@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,16 +116,30 @@ func start(opts Options) (*Env, error) {
 			return nil, fmt.Errorf("%s not found in %s: run `make envtest-bins` (or set KUBEBUILDER_ASSETS)", bin, assets)
 		}
 	}
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     opts.CRDPaths,
-		ErrorIfCRDPathMissing: true,
+	// On a loaded 2-core machine an API server can miss envtest's default 20 s start window: give
+	// it longer, and one more try with a fresh etcd, before failing the test.
+	var (
+		te  *envtest.Environment
+		cfg *rest.Config
+		err error
+	)
+	for attempt := 1; attempt <= 2; attempt++ {
+		te = &envtest.Environment{
+			BinaryAssetsDirectory:    assets,
+			CRDDirectoryPaths:        opts.CRDPaths,
+			ErrorIfCRDPathMissing:    true,
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  time.Minute,
+		}
+		// The Docker infrastructure provider's Deployment asks for a privileged container.
+		te.ControlPlane.GetAPIServer().Configure().Append("allow-privileged", "true")
+		if cfg, err = te.Start(); err == nil {
+			break
+		}
+		_ = te.Stop()
 	}
-	// The Docker infrastructure provider's Deployment asks for a privileged container.
-	te.ControlPlane.GetAPIServer().Configure().Append("allow-privileged", "true")
-	cfg, err := te.Start()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s (2 attempts): %w", assets, err)
 	}
 	e := &Env{Config: cfg, env: te}
 	user, err := te.AddUser(envtest.User{Name: "capctl-test-admin", Groups: []string{"system:masters"}}, nil)
