@@ -368,6 +368,8 @@ bring_to_life() {
   kubectl patch demomachinetemplate "$CLUSTER-control-plane" -n "$NS" --type=merge --patch-file "$WORK/owned-by-cluster.json"
   kubectl patch demomachinetemplate "$CLUSTER-md-0" -n "$NS" --type=merge --patch-file "$WORK/owned-by-cluster.json"
   kubectl patch kubeadmconfigtemplate "$CLUSTER-md-0" -n "$NS" --type=merge --patch-file "$WORK/owned-by-cluster.json"
+  note "The cluster-name label the defaulting webhooks would add (tools select a cluster's objects by it):"
+  kubectl label machinedeployment,kubeadmcontrolplane,democluster -n "$NS" --all "cluster.x-k8s.io/cluster-name=$CLUSTER"
   # The MachineSet the MachineDeployment controller would create.
   cat >"$WORK/machineset.yaml" <<YAML
 apiVersion: cluster.x-k8s.io/v1beta2
