@@ -190,10 +190,12 @@ func TestApplyOnAPIServer(t *testing.T) {
 	defer stand.Stop()
 
 	t.Run("plan", func(t *testing.T) {
+		before := c.Requests()
 		plan, err := Plan(ctx, c, cat)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("provider plan: %d API requests", c.Requests()-before)
 		if len(plan.Contracts) != 1 || !plan.Contracts[0].Applicable() || plan.Contracts[0].Providers[0].NextVersion != "v1.14.0" {
 			t.Fatalf("plan %+v", plan)
 		}
@@ -244,10 +246,12 @@ func TestApplyOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("minor upgrade by contract, waiting for the providers", func(t *testing.T) {
+		before, start := c.Requests(), time.Now()
 		res, err := Apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{WaitProviders: true, WaitTimeout: 2 * time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("upgrade of 2 providers to v1.14.0: %d API requests, %s (shared machine; a figure, not an assertion)", c.Requests()-before, time.Since(start).Round(time.Millisecond))
 		if len(res.Providers) != 2 || res.Providers[0].To != "v1.14.0" || len(res.Warnings) != 0 {
 			t.Fatalf("result %+v", res)
 		}

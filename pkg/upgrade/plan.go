@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -323,6 +326,9 @@ func (p ContractPlan) BlockedNames() string {
 // ReadInventory reads the inventory of the management cluster; no inventory (or an empty one) is
 // an error that says to run `capctl init`.
 func ReadInventory(ctx context.Context, c client.Reader) ([]inventory.Provider, error) {
+	if err := checkManagementContract(ctx, c); err != nil {
+		return nil, err
+	}
 	items, err := inventory.List(ctx, c)
 	if errors.Is(err, inventory.ErrNoInventory) {
 		return nil, fmt.Errorf("the management cluster has no provider inventory (%s): it is not a Cluster API management cluster yet; run `capctl init`, or check --kubeconfig/--kubeconfig-context", inventory.CRDName)
@@ -353,4 +359,22 @@ func Plan(ctx context.Context, c *cluster.Client, cat Catalog) (*ProviderPlan, e
 		}
 	}
 	return plan, nil
+}
+
+// checkManagementContract is clusterctl's contract check for upgrades: the Cluster CRD, when
+// installed, must store v1beta2 or v1beta1 objects.
+func checkManagementContract(ctx context.Context, c client.Reader) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, crd); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the Cluster CRD to check the management cluster's contract: %w", err)
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage && v.Name != "v1beta2" && v.Name != "v1beta1" {
+			return fmt.Errorf("the management cluster stores Clusters as %s: capctl upgrades only v1beta2 (or v1beta1) management clusters", v.Name)
+		}
+	}
+	return nil
 }

@@ -214,4 +214,11 @@ func TestProviderPlanOnAPIServer(t *testing.T) {
 			t.Errorf("v1beta3 plan %+v", v3)
 		}
 	})
+	// Last: it leaves an old-contract Cluster CRD behind.
+	t.Run("old management cluster contract", func(t *testing.T) {
+		env.InstallCRDs(t, "testdata/old-cluster-crd.yaml")
+		if _, err := Plan(ctx, env.Client, cat); err == nil || !strings.Contains(err.Error(), "stores Clusters as v1alpha4") {
+			t.Errorf("err = %v", err)
+		}
+	})
 }
