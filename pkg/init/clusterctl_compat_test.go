@@ -13,6 +13,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testenv"
 	initialize "github.com/capctl/capctl/pkg/init"
+	"github.com/capctl/capctl/pkg/install/installtest"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 
@@ -43,16 +44,7 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 	home := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(cctx, bin, append(args, "--kubeconfig", env.Kubeconfig, "--config", cfgPath)...)
-		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "CLUSTERCTL_DISABLE_VERSIONCHECK=true", "GOPROXY=off")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("clusterctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		t.Logf("clusterctl %s:\n%s", strings.Join(args, " "), out)
-		return string(out)
+		return runClusterctl(t, ctx, bin, home, env.Kubeconfig, cfgPath, args...)
 	}
 
 	plan := run("upgrade", "plan")
@@ -80,7 +72,60 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := run("describe", "cluster", "demo", "-n", "default")
-	if !strings.Contains(tree, "Cluster/demo") {
+	if !strings.Contains(tree, "Cluster default/demo") {
 		t.Errorf("describe did not show the cluster:\n%s", tree)
+	}
+}
+
+func runClusterctl(t *testing.T, ctx context.Context, bin, home, kubeconfig, cfgPath string, args ...string) string {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, append(args, "--kubeconfig", kubeconfig, "--config", cfgPath)...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "CLUSTERCTL_DISABLE_VERSIONCHECK=true", "GOPROXY=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("clusterctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("clusterctl %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// TestCapctlReadsClusterctlInit is the other direction: a management cluster initialised by
+// clusterctl is recognised by capctl init (an identical init is a no-op) and extended by it.
+func TestCapctlReadsClusterctlInit(t *testing.T) {
+	bin := os.Getenv("CAPCTL_CLUSTERCTL")
+	if bin == "" {
+		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
+	}
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	fixtures := testenv.FixturesDir(t)
+	cfgPath := writeConfig(t, fixtures)
+	env := testenv.Start(t, testenv.Options{})
+	ctx := testenv.Context(t)
+	// The namespace controller's part: clusterctl's probe deletes cert-manager-test.
+	ctl := installtest.Start(ctx, env.Client, installtest.Options{Interval: 250 * time.Millisecond, NotReady: true, FinalizeNamespaces: []string{"cert-manager-test"}})
+	defer ctl.Stop()
+	runClusterctl(t, ctx, bin, t.TempDir(), env.Kubeconfig, cfgPath, "init", "--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0")
+	sel := initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}
+	res, err := initialize.Init(ctx, clients(t, cfgPath, env.Config), initialize.Options{Validate: true, Selection: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NoOp || res.FirstRun {
+		t.Errorf("capctl did not recognise clusterctl's providers: %+v", res)
+	}
+	res, err = initialize.Init(ctx, clients(t, cfgPath, env.Config), initialize.Options{Validate: true, Selection: initialize.Selection{Infrastructure: []string{"tiny:v0.1.0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NoOp || len(res.Providers) != 1 || res.Providers[0].Action != initialize.ActionInstalled {
+		t.Errorf("%+v", res)
+	}
+	items, err := inventory.List(ctx, env.Client)
+	if err != nil || len(items) != 5 {
+		t.Errorf("inventory %v %v", items, err)
 	}
 }

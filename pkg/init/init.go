@@ -143,7 +143,9 @@ func listPlanned(ps []Planned) string {
 	return strings.Join(s, ", ")
 }
 
-// RerunCommand is the init command line that installs exactly ps at their resolved versions.
+// RerunCommand is the init command line that installs exactly ps at their resolved versions. When
+// the core provider is among them (so the re-run is again a first run), bootstrap and control plane
+// without an entry get "-", so that the re-run does not add the kubeadm defaults.
 func RerunCommand(ps []Planned, targetNamespace string) string {
 	parts := []string{"capctl init"}
 	byType := map[provider.Type][]string{}
@@ -154,7 +156,7 @@ func RerunCommand(ps []Planned, targetNamespace string) string {
 	for _, t := range provider.Types {
 		if has(t) {
 			parts = append(parts, t.Flag()+" "+strings.Join(byType[t], ","))
-		} else if t == provider.BootstrapProviderType || t == provider.ControlPlaneProviderType {
+		} else if has(provider.CoreProviderType) && (t == provider.BootstrapProviderType || t == provider.ControlPlaneProviderType) {
 			// Without the core installed, a re-run would add the kubeadm defaults again.
 			parts = append(parts, t.Flag()+" -")
 		}

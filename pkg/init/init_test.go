@@ -137,11 +137,14 @@ func TestParseRequests(t *testing.T) {
 }
 
 func TestRerunCommand(t *testing.T) {
-	got := initialize.RerunCommand([]initialize.Planned{
-		{Name: "kubeadm", Type: provider.ControlPlaneProviderType, Version: "v1.14.0"},
-		{Name: "docker", Type: provider.InfrastructureProviderType, Version: "v1.14.0"},
-	}, "")
-	if got != "capctl init --bootstrap - --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0" {
+	cp := initialize.Planned{Name: "kubeadm", Type: provider.ControlPlaneProviderType, Version: "v1.14.0"}
+	docker := initialize.Planned{Name: "docker", Type: provider.InfrastructureProviderType, Version: "v1.14.0"}
+	core := initialize.Planned{Name: "cluster-api", Type: provider.CoreProviderType, Version: "v1.14.0"}
+	if got := initialize.RerunCommand([]initialize.Planned{cp, docker}, ""); got != "capctl init --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0" {
+		t.Error(got)
+	}
+	// With the core still to install the re-run is a first run: opt out of the kubeadm default.
+	if got := initialize.RerunCommand([]initialize.Planned{core, cp, docker}, "ns1"); got != "capctl init --core cluster-api:v1.14.0 --bootstrap - --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0 --target-namespace ns1" {
 		t.Error(got)
 	}
 }
