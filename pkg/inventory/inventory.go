@@ -153,6 +153,22 @@ func EnsureCRD(ctx context.Context, c client.Client) error {
 }
 
 func waitEstablished(ctx context.Context, c client.Client) error {
+	if err := waitEstablishedCondition(ctx, c); err != nil {
+		return err
+	}
+	// Established does not mean discoverable yet: on a busy API server the discovery documents
+	// lag, and a Write or List right after would fail with "no matches for kind Provider".
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.RESTMapper().RESTMapping(GVK.GroupKind(), GVK.Version)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the inventory kind %s to be served: %w", GVK, err)
+	}
+	return nil
+}
+
+func waitEstablishedCondition(ctx context.Context, c client.Client) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: CRDName}, crd); err != nil {
