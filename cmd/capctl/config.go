@@ -1,11 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -59,21 +55,8 @@ func newConfigRepositoriesCmd(f *factory) *cobra.Command {
 				rows = append(rows, repositoryRow{Name: p.Name, ProviderType: string(p.Type), URL: p.RepositoryURL(), File: p.ComponentsFile()})
 			}
 			out := f.IO.Out
-			switch output {
-			case "yaml":
-				b, err := yaml.Marshal(rows)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(b)
-				return err
-			case "json":
-				b, err := json.MarshalIndent(rows, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(out, string(b))
-				return err
+			if output == "json" || output == "yaml" {
+				return writeStructured(out, output, rows)
 			}
 			table := make([][]string, 0, len(rows))
 			for _, r := range rows {

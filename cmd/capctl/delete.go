@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	deletion "github.com/capctl/capctl/pkg/delete"
 	"github.com/capctl/capctl/pkg/provider"
@@ -131,7 +129,7 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 	if o.dryRun {
 		fmt.Fprintln(f.IO.ErrOut, "Dry run: nothing was deleted.")
 		if structured {
-			return printStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
+			return writeStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
 		}
 		return nil
 	}
@@ -156,7 +154,7 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
 	})
 	if structured {
-		if perr := printStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
+		if perr := writeStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
 			err = perr
 		}
 		return err
@@ -177,24 +175,6 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 type deleteReport struct {
 	Plan   *deletion.Plan   `json:"plan"`
 	Result *deletion.Result `json:"result,omitempty"`
-}
-
-func printStructured(w io.Writer, format string, v any) error {
-	var (
-		b   []byte
-		err error
-	)
-	if format == "json" {
-		b, err = json.MarshalIndent(v, "", "  ")
-		b = append(b, '\n')
-	} else {
-		b, err = yaml.Marshal(v)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 func plural(n int, one, many string) string {

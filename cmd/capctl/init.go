@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -188,21 +186,8 @@ func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
 }
 
 func renderInitResult(w io.Writer, res *initialize.Result, output string) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+	if output == "json" || output == "yaml" {
+		return writeStructured(w, output, res)
 	}
 	if res.NoOp {
 		names := make([]string, 0, len(res.Providers))
@@ -302,21 +287,8 @@ func (o *listImagesOptions) run(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	switch o.output {
-	case "json":
-		b, err := json.MarshalIndent(imgs, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(f.IO.Out, string(b))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(imgs)
-		if err != nil {
-			return err
-		}
-		_, err = f.IO.Out.Write(b)
-		return err
+	if o.output == "json" || o.output == "yaml" {
+		return writeStructured(f.IO.Out, o.output, imgs)
 	}
 	for _, i := range imgs.Images {
 		fmt.Fprintln(f.IO.Out, i)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/move"
@@ -283,22 +281,6 @@ func renderExcluded(w io.Writer, excluded []move.Exclusion, warnings []string) {
 	for _, warn := range warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warn)
 	}
-}
-
-func writeStructured(w io.Writer, format string, v any) error {
-	var b []byte
-	var err error
-	if format == "json" {
-		b, err = json.MarshalIndent(v, "", "  ")
-		b = append(b, '\n')
-	} else {
-		b, err = yaml.Marshal(v)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 // planView is the dry-run output for machines.

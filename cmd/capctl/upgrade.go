@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
@@ -165,21 +163,8 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
 
 // renderStructured prints v as JSON or YAML, or calls table.
 func renderStructured(w io.Writer, format string, v any, table func(io.Writer)) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+	if format == "json" || format == "yaml" {
+		return writeStructured(w, format, v)
 	}
 	table(w)
 	return nil

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/version"
 )
@@ -27,18 +25,8 @@ func newVersionCmd(f *factory) *cobra.Command {
 				fmt.Fprintf(out, "capctl version: %#v\n", info)
 			case "short":
 				fmt.Fprintln(out, info.GitVersion)
-			case "json":
-				b, err := json.MarshalIndent(map[string]version.Info{"capctl": info}, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(out, string(b))
-			case "yaml":
-				b, err := yaml.Marshal(map[string]version.Info{"capctl": info})
-				if err != nil {
-					return err
-				}
-				fmt.Fprint(out, string(b))
+			case "json", "yaml":
+				return writeStructured(out, output, map[string]version.Info{"capctl": info})
 			default:
 				return usageErrorf("invalid output format %q: use one of short, yaml, json (or none)", output)
 			}
