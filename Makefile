@@ -15,6 +15,12 @@ K8S_VERSION        ?= v1.37.2
 CAPCTL_ENVTEST_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/envtest/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(CAPCTL_ENVTEST_DIR)
 
+# The reference clusterctl, built from the Go module proxy, that the compatibility tests run
+# against clusters capctl initialised (hack/clusterctl-bin.sh).
+CLUSTERCTL_VERSION ?= v1.14.2
+CLUSTERCTL_BIN     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/clusterctl/$(CLUSTERCTL_VERSION)/clusterctl
+export CAPCTL_CLUSTERCTL ?= $(CLUSTERCTL_BIN)
+
 GO_TEST_FLAGS ?= -timeout 45m
 BENCH         ?= .
 
@@ -32,7 +38,10 @@ install: ## go install capctl with the version stamped in
 envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy into the cache (idempotent)
 	@K8S_VERSION=$(K8S_VERSION) hack/envtest-bins.sh "$(CAPCTL_ENVTEST_DIR)"
 
-test: envtest-bins ## Run unit and integration tests (real kube-apiserver + etcd)
+clusterctl-bin: ## Build the reference clusterctl for the compatibility tests (idempotent)
+	@CLUSTERCTL_VERSION=$(CLUSTERCTL_VERSION) hack/clusterctl-bin.sh "$(CLUSTERCTL_BIN)"
+
+test: envtest-bins clusterctl-bin ## Run unit and integration tests (real kube-apiserver + etcd, and clusterctl for compatibility)
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 
