@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/iostreams"
@@ -30,30 +24,6 @@ func runCapctlTTY(stdin string, args ...string) (stdout, stderr string, code int
 	in.WriteString(stdin)
 	code = runContext(context.Background(), args, io)
 	return out.String(), errOut.String(), code
-}
-
-func createYAMLFile(t *testing.T, c client.Client, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
 }
 
 func TestDeleteCommand(t *testing.T) {
@@ -72,7 +42,7 @@ func TestDeleteCommand(t *testing.T) {
 
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	createYAMLFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "delete", "testdata", "components.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "delete", "testdata", "components.yaml"))
 	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
 		t.Fatal(err)
 	}

@@ -1,50 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
-
-// upgradeCreateFromFile creates every object of a multi-document YAML file.
-func upgradeCreateFromFile(t *testing.T, c client.Client, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			t.Fatalf("decoding %s: %v", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-}
 
 func TestUpgradeWithoutManagementCluster(t *testing.T) {
 	dir := t.TempDir()
@@ -195,7 +163,7 @@ func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
 }
 
 func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
-	upgradeCreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
 
 	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--kubeconfig", env.Kubeconfig)
 	if code != 0 {

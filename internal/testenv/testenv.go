@@ -3,8 +3,11 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,7 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -218,6 +224,32 @@ func (e *Env) CreateNamespaces(tb testing.TB, names ...string) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
 		if err := e.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			tb.Fatalf("creating namespace %s: %v", n, err)
+		}
+	}
+}
+
+// CreateFromFile creates every object of a multi-document YAML (or JSON) file, failing the test
+// on the first object the server refuses.
+func CreateFromFile(tb testing.TB, c client.Client, path string) {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			tb.Fatalf("decoding %s: %v", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(context.Background(), u); err != nil {
+			tb.Fatalf("creating %s %s from %s: %v", u.GetKind(), u.GetName(), path, err)
 		}
 	}
 }

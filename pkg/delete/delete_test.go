@@ -1,11 +1,8 @@
 package deletion
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +13,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
@@ -26,35 +22,7 @@ import (
 )
 
 // installFixture creates the objects of a multi-document YAML file in file order.
-func installFixture(t *testing.T, c client.Client, path string) { installFixtureTB(t, c, path) }
-
-func installFixtureTB(t testing.TB, c client.Client, path string) {
-	t.Helper()
-	ctx := context.Background()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
-	for _, u := range objs {
-		if err := c.Create(ctx, u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-}
+func installFixture(t *testing.T, c client.Client, path string) { testenv.CreateFromFile(t, c, path) }
 
 // createWhenServed retries a create until the kind's CRD is served.
 func createWhenServed(t *testing.T, c client.Client, u *unstructured.Unstructured) {
@@ -278,7 +246,7 @@ func BenchmarkBuildPlan(b *testing.B) {
 	env := testenv.Start(b, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()
-	installFixtureTB(b, c, "testdata/components.yaml")
+	testenv.CreateFromFile(b, c, "testdata/components.yaml")
 	if err := inventory.EnsureCRD(ctx, c); err != nil {
 		b.Fatal(err)
 	}

@@ -1,19 +1,10 @@
 package upgrade
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
 )
@@ -114,31 +105,6 @@ func TestBuildFleetPlanWaves(t *testing.T) {
 	}
 }
 
-// ApplyYAMLFile creates every object of a multi-document YAML file.
-func applyYAMLFile(t testing.TB, c client.Client, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			t.Fatalf("decoding %s: %v", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-}
-
 func TestPlanFleetOnAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs a real API server")
@@ -153,7 +119,7 @@ func TestPlanFleetOnAPIServer(t *testing.T) {
 	if err != nil || len(plan.Waves) != 0 || len(plan.Unplannable) != 0 {
 		t.Fatalf("empty fleet: %+v, %v", plan, err)
 	}
-	applyYAMLFile(t, env.Client, "testdata/fleet.yaml")
+	testenv.CreateFromFile(t, env.Client, "testdata/fleet.yaml")
 	plan, err = PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2")
 	if err != nil {
 		t.Fatal(err)
