@@ -28,50 +28,53 @@ const (
 // and the line in the whole text.
 func ParseYAML(name string, data []byte) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
-	for _, d := range splitDocuments(data) {
-		if len(bytes.TrimSpace(stripComments(d.text))) == 0 {
+	for _, d := range SplitDocuments(data) {
+		if len(bytes.TrimSpace(stripComments(d.Text))) == 0 {
 			continue
 		}
-		j, err := yaml.YAMLToJSON(d.text)
+		j, err := yaml.YAMLToJSON(d.Text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s", name, yamlErrorAt(err, d.line))
+			return nil, fmt.Errorf("%s: %s", name, yamlErrorAt(err, d.Line))
 		}
 		if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
 			continue
 		}
 		var obj map[string]any
 		if err := json.Unmarshal(j, &obj); err != nil {
-			return nil, fmt.Errorf("%s: line %d: the document is not a YAML object (a Kubernetes object with apiVersion and kind was expected)", name, d.line)
+			return nil, fmt.Errorf("%s: line %d: the document is not a YAML object (a Kubernetes object with apiVersion and kind was expected)", name, d.Line)
 		}
 		u := unstructured.Unstructured{Object: obj}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: line %d: the object has no apiVersion or kind", name, d.line)
+			return nil, fmt.Errorf("%s: line %d: the object has no apiVersion or kind", name, d.Line)
 		}
 		out = append(out, u)
 	}
 	return out, nil
 }
 
-type document struct {
-	text []byte
-	line int // 1-based line of the document's first line in the whole text
+// Document is one document of a multi-document YAML text.
+type Document struct {
+	Text []byte
+	Line int // 1-based line of the document's first line in the whole text
 }
 
-// splitDocuments splits on lines that are exactly "---" (optionally followed by a comment or spaces).
-func splitDocuments(data []byte) []document {
-	var docs []document
+// SplitDocuments splits a multi-document YAML text on separator lines: `---` alone or followed by a
+// space (a comment, say). Keeping each document's first line lets errors point into the whole file;
+// both components and cluster templates are split here.
+func SplitDocuments(data []byte) []Document {
+	var docs []Document
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	start, cur := 1, []byte{}
 	for i, l := range lines {
 		t := bytes.TrimRight(l, "\r\n \t")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- #")) {
-			docs = append(docs, document{text: cur, line: start})
+		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
+			docs = append(docs, Document{Text: cur, Line: start})
 			cur, start = []byte{}, i+2
 			continue
 		}
 		cur = append(cur, l...)
 	}
-	return append(docs, document{text: cur, line: start})
+	return append(docs, Document{Text: cur, Line: start})
 }
 
 func stripComments(b []byte) []byte {

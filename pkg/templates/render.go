@@ -310,17 +310,17 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 // object, keeping the order. Empty documents (blank or comments only) are skipped.
 func parseDocuments(name string, data []byte) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
-	for i, d := range splitDocuments(data) {
-		if isBlank(d.text) {
+	for i, d := range repository.SplitDocuments(data) {
+		if isBlank(d.Text) {
 			continue
 		}
-		j, err := yaml.YAMLToJSON(d.text)
+		j, err := yaml.YAMLToJSON(d.Text)
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-			line := d.line
+			line := d.Line
 			if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
 				n, _ := strconv.Atoi(msg[m[2]:m[3]])
-				line = d.line + n - 1
+				line = d.Line + n - 1
 				msg = strings.TrimSpace(strings.TrimPrefix(msg[m[1]:], ":"))
 			}
 			return nil, &DocumentError{Source: name, Document: i + 1, Line: line, Msg: "not valid YAML: " + msg}
@@ -330,36 +330,15 @@ func parseDocuments(name string, data []byte) ([]unstructured.Unstructured, erro
 		}
 		var obj map[string]any
 		if err := json.Unmarshal(j, &obj); err != nil {
-			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.line, Msg: "not a YAML object (a Kubernetes object with apiVersion and kind was expected)"}
+			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.Line, Msg: "not a YAML object (a Kubernetes object with apiVersion and kind was expected)"}
 		}
 		u := unstructured.Unstructured{Object: obj}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.line, Msg: "the object has no apiVersion or kind"}
+			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.Line, Msg: "the object has no apiVersion or kind"}
 		}
 		out = append(out, u)
 	}
 	return out, nil
-}
-
-type document struct {
-	text []byte
-	line int
-}
-
-func splitDocuments(data []byte) []document {
-	var docs []document
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	start, cur := 1, []byte{}
-	for i, l := range lines {
-		t := bytes.TrimRight(l, "\r\n \t")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			docs = append(docs, document{text: cur, line: start})
-			cur, start = []byte{}, i+2
-			continue
-		}
-		cur = append(cur, l...)
-	}
-	return append(docs, document{text: cur, line: start})
 }
 
 func isBlank(b []byte) bool {
