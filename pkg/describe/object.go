@@ -115,60 +115,39 @@ func sortedByType(cs []Condition) []Condition {
 	return out
 }
 
-// --- tolerant accessors: a missing or mistyped field is simply absent ---
+// --- tolerant accessors over unstructured.Nested*: a missing or mistyped field is simply absent ---
 
 func str(v any) string {
 	s, _ := v.(string)
 	return s
 }
 
-func nested(obj map[string]any, path ...string) (any, bool) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[p]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
-	v, ok := nested(obj, path...)
-	if !ok {
-		return nil, false
-	}
-	m, ok := v.(map[string]any)
-	return m, ok
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	m, isMap := v.(map[string]any)
+	return m, ok && isMap
 }
 
 func nestedSlice(obj map[string]any, path ...string) ([]any, bool) {
-	v, ok := nested(obj, path...)
-	if !ok {
-		return nil, false
-	}
-	s, ok := v.([]any)
-	return s, ok
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	s, isSlice := v.([]any)
+	return s, ok && isSlice
 }
 
 func nestedString(obj map[string]any, path ...string) string {
-	v, _ := nested(obj, path...)
-	return str(v)
+	s, _, _ := unstructured.NestedString(obj, path...)
+	return s
 }
 
 func nestedBool(obj map[string]any, path ...string) bool {
-	v, _ := nested(obj, path...)
-	b, _ := v.(bool)
+	b, _, _ := unstructured.NestedBool(obj, path...)
 	return b
 }
 
-// nestedInt reads an integer field (JSON numbers decode as int64 or float64).
+// nestedInt reads an integer field. The API server's JSON decodes numbers as int64, but objects
+// read from YAML files or built in tests may hold int or float64, so all are accepted.
 func nestedInt(obj map[string]any, path ...string) *int32 {
-	v, ok := nested(obj, path...)
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, path...)
 	if !ok {
 		return nil
 	}
