@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -176,12 +177,7 @@ func DiscoverTypes(ctx context.Context, c client.Reader) ([]TypeInfo, error) {
 		if crd.Spec.Group == inventory.Group {
 			continue // the provider inventory is never moved
 		}
-		version := ""
-		for _, v := range crd.Spec.Versions {
-			if v.Storage {
-				version = v.Name
-			}
-		}
+		version := contract.StorageVersion(&crd)
 		if version == "" {
 			continue
 		}
@@ -232,16 +228,13 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 			}
 		}
 	}
+	// Every LIST runs even when one fails, so the error names all that could not be read.
 	results := make([][]unstructured.Unstructured, len(jobs))
 	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(j.gvk.GroupVersion().WithKind(j.gvk.Kind + "List"))
 			var opts []client.ListOption
@@ -254,15 +247,16 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 					where = "namespace " + j.ns
 				}
 				errs[i] = fmt.Errorf("listing %s in %s: %w", j.gvk.Kind, where, err)
-				return
+				return nil
 			}
 			for k := range list.Items {
 				list.Items[k].SetGroupVersionKind(j.gvk)
 			}
 			results[i] = list.Items
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines report through errs
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
