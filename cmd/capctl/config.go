@@ -1,8 +1,11 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -29,7 +32,7 @@ type repositoryRow struct {
 }
 
 func newConfigRepositoriesCmd(f *factory) *cobra.Command {
-	var output string
+	var format output.Format
 	cmd := &cobra.Command{
 		Use:   "repositories",
 		Short: "List the provider repositories capctl knows (built-in and from the config file)",
@@ -37,11 +40,6 @@ func newConfigRepositoriesCmd(f *factory) *cobra.Command {
   capctl config repositories -o yaml --config ./clusterctl.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "text", "yaml", "json":
-			default:
-				return usageErrorf("invalid output format %q: use one of text, yaml, json", output)
-			}
 			cfg, err := f.Config(cmd.Context())
 			if err != nil {
 				return err
@@ -54,18 +52,15 @@ func newConfigRepositoriesCmd(f *factory) *cobra.Command {
 			for _, p := range reg.List() {
 				rows = append(rows, repositoryRow{Name: p.Name, ProviderType: string(p.Type), URL: p.RepositoryURL(), File: p.ComponentsFile()})
 			}
-			out := f.IO.Out
-			if output == "json" || output == "yaml" {
-				return writeStructured(out, output, rows)
-			}
-			table := make([][]string, 0, len(rows))
-			for _, r := range rows {
-				table = append(table, []string{r.Name, r.ProviderType, r.URL, r.File})
-			}
-			writePlainTable(out, []string{"NAME", "TYPE", "URL", "FILE"}, table)
-			return nil
+			return output.Render(f.IO.Out, format, rows, func(w io.Writer) error {
+				t := output.NewTable(w, "NAME", "TYPE", "URL", "FILE")
+				for _, r := range rows {
+					t.Row(r.Name, r.ProviderType, r.URL, r.File)
+				}
+				return t.Flush()
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "Output format: one of text, yaml, json")
+	output.AddFormatFlag(cmd, &format, "")
 	return cmd
 }

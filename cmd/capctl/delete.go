@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	deletion "github.com/capctl/capctl/pkg/delete"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -20,7 +20,7 @@ type deleteOptions struct {
 	core, bootstrap, controlPlane, infrastructure, ipam, runtimeExtension, addon []string
 
 	all, includeNamespace, includeCRD, includeCertManager, yes, dryRun bool
-	output                                                             string
+	output                                                             output.Format
 
 	opts deletion.Options
 }
@@ -68,17 +68,12 @@ capctl prints what will be deleted and asks for confirmation; pass --yes where n
 	fl.BoolVar(&o.includeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
 	fl.BoolVarP(&o.yes, "yes", "y", false, "Delete without asking for confirmation")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted and stop")
-	fl.StringVarP(&o.output, "output", "o", "", "Output format: text (default), json or yaml (the plan and, unless --dry-run, the result)")
+	output.AddFormatFlag(cmd, &o.output, "json and yaml print the plan and, unless --dry-run, the result")
 	return cmd
 }
 
 // complete turns flags into deletion options and validates them, before any cluster call.
 func (o *deleteOptions) complete() error {
-	switch o.output {
-	case "", "text", "json", "yaml":
-	default:
-		return usageErrorf("invalid output format %q: use one of text, json, yaml", o.output)
-	}
 	o.opts = deletion.Options{
 		All: o.all, IncludeNamespace: o.includeNamespace, IncludeCRD: o.includeCRD, IncludeCertManager: o.includeCertManager,
 	}
@@ -117,7 +112,7 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	structured := o.output == "json" || o.output == "yaml"
+	structured := o.output.Structured()
 	if structured {
 		// The plan goes to stderr as a table for whoever confirms; stdout gets one document.
 		if !o.yes && !o.dryRun {
@@ -129,7 +124,7 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 	if o.dryRun {
 		fmt.Fprintln(f.IO.ErrOut, "Dry run: nothing was deleted.")
 		if structured {
-			return writeStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
+			return output.WriteStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
 		}
 		return nil
 	}
@@ -154,7 +149,7 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
 	})
 	if structured {
-		if perr := writeStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
+		if perr := output.WriteStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
 			err = perr
 		}
 		return err
@@ -204,8 +199,7 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 // renderDeletePlan prints one row per provider (what goes, what stays), the objects per kind,
 // cert-manager's fate and any warnings.
 func renderDeletePlan(w io.Writer, plan *deletion.Plan) {
-	t := tablewriter.NewWriter(w)
-	t.Header("PROVIDER", "TYPE", "VERSION", "NAMESPACE", "OBJECTS TO DELETE", "CRDS")
+	t := output.NewTable(w, "PROVIDER", "TYPE", "VERSION", "NAMESPACE", "OBJECTS TO DELETE", "CRDS")
 	for _, pp := range plan.Providers {
 		crds := "kept"
 		if n := len(pp.KeptCRDs); n > 0 {
@@ -224,9 +218,9 @@ func renderDeletePlan(w io.Writer, plan *deletion.Plan) {
 		if pp.NamespaceDeleted {
 			ns = pp.Namespace + " (deleted with all its contents)"
 		}
-		_ = t.Append(pp.Provider.ManifestLabel(), string(pp.Provider.Type), pp.Provider.Version, ns, kindCounts(pp.Delete), crds)
+		t.Row(pp.Provider.ManifestLabel(), string(pp.Provider.Type), pp.Provider.Version, ns, kindCounts(pp.Delete), crds)
 	}
-	_ = t.Render()
+	_ = t.Flush()
 	if plan.CertManager.Deleted {
 		fmt.Fprintf(w, "cert-manager: deleted (%s)\n", kindCounts(plan.CertManager.Delete))
 	} else {

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -136,8 +136,8 @@ func (o *generateProviderOptions) run(cmd *cobra.Command, f *factory) error {
 	}
 	if o.writeTo != "" {
 		// Substituted values may hold credentials (e.g. *_B64ENCODED_CREDENTIALS).
-		if err := os.WriteFile(o.writeTo, buf.Bytes(), 0o600); err != nil {
-			return fmt.Errorf("writing %s: %w", o.writeTo, err)
+		if err := output.WritePrivateFile(o.writeTo, buf.Bytes()); err != nil {
+			return err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "Wrote %d objects of %s %s to %s\n", len(comp.Objects), p.ManifestLabel(), comp.Version, o.writeTo)
 		return nil

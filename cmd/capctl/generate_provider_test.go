@@ -61,6 +61,22 @@ func TestGenerateProviderDockerLikeClusterctl(t *testing.T) {
 	if code != 0 || out != "" || err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("--write-to: exit %d, stdout %q, %v %v", code, out, err, st)
 	}
+
+	// Over an existing world-readable file, the credentials do not stay readable: 0600.
+	if err := os.WriteFile(dst, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dst, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runCapctl(t, "generate", "provider", "--bootstrap", "kubeadm", "--write-to", dst, "--config", cfg)
+	st, err = os.Stat(dst)
+	if code != 0 || err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("--write-to over a 0644 file: exit %d %s, %v, mode %v", code, errOut, err, st.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(dst); !strings.Contains(string(b), "kind: Namespace") {
+		t.Errorf("--write-to over a 0644 file: content %.80q", b)
+	}
 }
 
 func TestGenerateProviderBadInputs(t *testing.T) {

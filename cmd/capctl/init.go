@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	initialize "github.com/capctl/capctl/pkg/init"
@@ -56,7 +56,7 @@ type initOptions struct {
 	waitProviderTimeout int
 	validate            bool
 	dryRun              bool
-	output              string
+	output              output.Format
 }
 
 func newInitCmd(f *factory) *cobra.Command {
@@ -105,7 +105,7 @@ Deployments are available, their webhook Services have endpoints and cert-manage
 	fl.IntVar(&o.waitProviderTimeout, "wait-provider-timeout", 300, "Seconds to wait for the providers to work (with --wait-providers)")
 	fl.BoolVar(&o.validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
-	fl.StringVarP(&o.output, "output", "o", "", "Output format of the result: one of text (default), json, yaml")
+	output.AddFormatFlag(cmd, &o.output, "json and yaml print the result")
 	cmd.AddCommand(newInitListImagesCmd(f))
 	return cmd
 }
@@ -117,15 +117,7 @@ func (o *initOptions) validateFlags() error {
 	if o.waitProviderTimeout <= 0 {
 		return usageErrorf("--wait-provider-timeout must be a positive number of seconds, not %d", o.waitProviderTimeout)
 	}
-	return checkOutput(o.output)
-}
-
-func checkOutput(o string) error {
-	switch o {
-	case "", "text", "json", "yaml":
-		return nil
-	}
-	return usageErrorf("invalid output format %q: use one of text, json, yaml", o)
+	return nil
 }
 
 func (o *initOptions) run(ctx context.Context, f *factory) error {
@@ -163,8 +155,7 @@ func (o *initOptions) run(ctx context.Context, f *factory) error {
 
 // renderInitPlan prints one row per provider.
 func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
-	t := tablewriter.NewWriter(w)
-	t.Header("NAME", "TYPE", "VERSION", "NAMESPACE", "CONTRACT", "ACTION")
+	t := output.NewTable(w, "NAME", "TYPE", "VERSION", "NAMESPACE", "CONTRACT", "ACTION")
 	for _, p := range plan {
 		action := string(p.Action)
 		switch {
@@ -180,14 +171,14 @@ func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
 		case done && p.Action == initialize.ActionInstalled:
 			action = fmt.Sprintf("installed (%d objects)", p.Objects)
 		}
-		_ = t.Append(p.Label(), string(p.Type), p.Version, p.Namespace, p.Contract, action)
+		t.Row(p.Label(), string(p.Type), p.Version, p.Namespace, p.Contract, action)
 	}
-	_ = t.Render()
+	_ = t.Flush()
 }
 
-func renderInitResult(w io.Writer, res *initialize.Result, output string) error {
-	if output == "json" || output == "yaml" {
-		return writeStructured(w, output, res)
+func renderInitResult(w io.Writer, res *initialize.Result, format output.Format) error {
+	if format.Structured() {
+		return output.WriteStructured(w, format, res)
 	}
 	if res.NoOp {
 		names := make([]string, 0, len(res.Providers))
@@ -232,7 +223,7 @@ You can now create your first workload cluster by running the following:
 
 type listImagesOptions struct {
 	providerFlags
-	output string
+	output output.Format
 }
 
 func newInitListImagesCmd(f *factory) *cobra.Command {
@@ -255,14 +246,11 @@ images, so an image mirror can be filled before the cluster exists.`),
 			if err := o.providerFlags.validate(); err != nil {
 				return err
 			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
 			return o.run(cmd.Context(), f)
 		},
 	}
 	o.add(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: text (one image per line, default), json, yaml")
+	output.AddFormatFlag(cmd, &o.output, "text prints one image per line")
 	return cmd
 }
 
@@ -287,8 +275,8 @@ func (o *listImagesOptions) run(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	if o.output == "json" || o.output == "yaml" {
-		return writeStructured(f.IO.Out, o.output, imgs)
+	if o.output.Structured() {
+		return output.WriteStructured(f.IO.Out, o.output, imgs)
 	}
 	for _, i := range imgs.Images {
 		fmt.Fprintln(f.IO.Out, i)

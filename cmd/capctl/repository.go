@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -31,7 +31,7 @@ type mirrorOptions struct {
 	certManager bool
 	pre         bool
 	offline     bool
-	output      string
+	output      output.Format
 
 	requests []mirrorRef
 }
@@ -71,7 +71,7 @@ clusterctl.yaml fragment (providers: and cert-manager:) that points at the mirro
 	fl.BoolVar(&o.certManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
 	fl.BoolVar(&o.pre, "pre", false, "Let 'latest' pick pre-releases")
 	fl.BoolVar(&o.offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
-	fl.StringVarP(&o.output, "output", "o", "yaml", "Output: yaml (a clusterctl.yaml fragment with comments) or json (the full result)")
+	output.AddFormatFlag(cmd, &o.output, "text prints a clusterctl.yaml fragment with comments; json and yaml the full result")
 	return cmd
 }
 
@@ -81,9 +81,6 @@ func (o *mirrorOptions) validate(args []string) error {
 	}
 	if st, err := os.Stat(o.to); err == nil && !st.IsDir() {
 		return usageErrorf("--to %s is a file, not a folder", o.to)
-	}
-	if o.output != "yaml" && o.output != "json" {
-		return usageErrorf("invalid output format %q: use yaml or json", o.output)
 	}
 	if len(args) == 0 {
 		args = defaultMirror
@@ -127,13 +124,8 @@ func (o *mirrorOptions) run(cmd *cobra.Command, f *factory) error {
 		return err
 	}
 	out := f.IO.Out
-	if o.output == "json" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(out, string(b))
-		return err
+	if o.output.Structured() {
+		return output.WriteStructured(out, o.output, res)
 	}
 	fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", res.Dir)
 	for _, m := range res.Providers {

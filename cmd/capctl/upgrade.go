@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
@@ -36,7 +33,7 @@ upgrades of its workload clusters.`),
 
 type upgradePlanOptions struct {
 	kubernetesVersion string
-	output            string
+	output            output.Format
 }
 
 func newUpgradePlanCmd(f *factory) *cobra.Command {
@@ -68,16 +65,11 @@ the label last. Clusters that cannot be planned are listed with the reason.`),
 		},
 	}
 	cmd.Flags().StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: table (default), json or yaml")
+	output.AddFormatFlag(cmd, &o.output, "json and yaml print the plan")
 	return cmd
 }
 
 func (o *upgradePlanOptions) validate() error {
-	switch o.output {
-	case "", "table", "json", "yaml":
-	default:
-		return usageErrorf("invalid output format %q: use one of table, json, yaml", o.output)
-	}
 	if o.kubernetesVersion != "" {
 		if _, err := upgrade.ParseKubernetesVersion(o.kubernetesVersion); err != nil {
 			return usageError{err}
@@ -96,7 +88,7 @@ func (o *upgradePlanOptions) runFleet(cmd *cobra.Command, f *factory) error {
 	if err != nil {
 		return err
 	}
-	return renderStructured(f.IO.Out, o.output, plan, func(w io.Writer) { renderFleetPlan(w, plan) })
+	return output.Render(f.IO.Out, o.output, plan, func(w io.Writer) error { renderFleetPlan(w, plan); return nil })
 }
 
 // upgradeCatalog builds the repository client of the configured providers.
@@ -123,7 +115,7 @@ func (o *upgradePlanOptions) runProviders(cmd *cobra.Command, f *factory) error 
 	if err != nil {
 		return err
 	}
-	return renderStructured(f.IO.Out, o.output, plan, func(w io.Writer) { renderProviderPlan(w, plan) })
+	return output.Render(f.IO.Out, o.output, plan, func(w io.Writer) error { renderProviderPlan(w, plan); return nil })
 }
 
 func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
@@ -158,45 +150,6 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
 		default:
 			fmt.Fprintf(w, "You can now apply the upgrade by executing the following command:\n\n%s\n", upgrade.ApplyCommand(cp.Contract))
 		}
-	}
-}
-
-// renderStructured prints v as JSON or YAML, or calls table.
-func renderStructured(w io.Writer, format string, v any, table func(io.Writer)) error {
-	if format == "json" || format == "yaml" {
-		return writeStructured(w, format, v)
-	}
-	table(w)
-	return nil
-}
-
-// writePlainTable prints a borderless, kubectl-like table (no trailing blanks).
-func writePlainTable(w io.Writer, header []string, rows [][]string) {
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "   ", Overwrite: true}),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	t.Header(header)
-	for _, r := range rows {
-		_ = t.Append(r)
-	}
-	_ = t.Render()
-	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
 }
 
@@ -267,7 +220,7 @@ type upgradeApplyOptions struct {
 	waitProviders     bool
 	waitTimeoutSecond int
 	dryRun            bool
-	output            string
+	output            output.Format
 
 	req upgrade.Request
 }
@@ -314,16 +267,11 @@ do not carry are listed as warnings: the upgrade drops them, re-apply them after
 	fl.BoolVar(&o.waitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
 	fl.IntVar(&o.waitTimeoutSecond, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
-	fl.StringVarP(&o.output, "output", "o", "", "Output format of the result: text (default), json or yaml")
+	output.AddFormatFlag(cmd, &o.output, "json and yaml print the result")
 	return cmd
 }
 
 func (o *upgradeApplyOptions) validate() error {
-	switch o.output {
-	case "", "text", "json", "yaml":
-	default:
-		return usageErrorf("invalid output format %q: use one of text, json, yaml", o.output)
-	}
 	if o.waitTimeoutSecond <= 0 {
 		return usageErrorf("--wait-provider-timeout must be a positive number of seconds")
 	}
@@ -394,7 +342,7 @@ func (o *upgradeApplyOptions) run(cmd *cobra.Command, f *factory) error {
 	if err != nil {
 		return err
 	}
-	return renderStructured(f.IO.Out, o.output, res, func(w io.Writer) { renderApplyResult(w, res) })
+	return output.Render(f.IO.Out, o.output, res, func(w io.Writer) error { renderApplyResult(w, res); return nil })
 }
 
 func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {

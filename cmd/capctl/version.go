@@ -5,13 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/version"
 )
 
 func init() { registerCommand(newVersionCmd) }
 
 func newVersionCmd(f *factory) *cobra.Command {
-	var output string
+	var format output.Format
 	cmd := &cobra.Command{
 		GroupID: groupOther,
 		Use:     "version",
@@ -20,19 +21,17 @@ func newVersionCmd(f *factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := version.Get()
 			out := f.IO.Out
-			switch output {
-			case "":
-				fmt.Fprintf(out, "capctl version: %#v\n", info)
-			case "short":
+			switch format {
+			case output.Short:
 				fmt.Fprintln(out, info.GitVersion)
-			case "json", "yaml":
-				return writeStructured(out, output, map[string]version.Info{"capctl": info})
+			case output.JSON, output.YAML:
+				return output.WriteStructured(out, format, map[string]version.Info{"capctl": info})
 			default:
-				return usageErrorf("invalid output format %q: use one of short, yaml, json (or none)", output)
+				fmt.Fprintf(out, "capctl version: %#v\n", info)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: one of short, yaml, json")
+	output.AddFormatFlag(cmd, &format, "short prints the version alone", output.Short)
 	return cmd
 }

@@ -67,4 +67,19 @@ func (s *IOStreams) ColorEnabled() bool {
 	return s.outTTY
 }
 
+// CanRedrawStderr reports whether progress may redraw a line on stderr (\r, spinners): stderr
+// is a terminal that is not TERM=dumb.
+func (s *IOStreams) CanRedrawStderr() bool { return s.errTTY && os.Getenv("TERM") != "dumb" }
+
+// ColorEnabledStderr is ColorEnabled for stderr, where progress and warnings go.
+func (s *IOStreams) ColorEnabledStderr() bool {
+	if s.colorOverride != nil {
+		return *s.colorOverride
+	}
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return s.CanRedrawStderr()
+}
+
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

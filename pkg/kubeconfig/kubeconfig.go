@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/output"
 )
 
 // SecretKey is the key of the kubeconfig Secret that holds the kubeconfig.
@@ -159,23 +160,11 @@ func ListClusters(ctx context.Context, c client.Client, namespace string) ([]str
 	return names, nil
 }
 
-// WriteFile writes a kubeconfig to path with mode 0600; an existing file is truncated and its
-// mode tightened to 0600, since a kubeconfig is a credential.
+// WriteFile writes a kubeconfig to path, mode 0600 before any byte and atomically (an existing
+// file's looser mode does not survive), since a kubeconfig is a credential.
 func WriteFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("restricting %s to mode 0600: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing kubeconfig to %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing kubeconfig to %s: %w", path, err)
+	if err := output.WritePrivateFile(path, data); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,14 @@
+// Package output is the one output layer of capctl's commands, so that every command looks and
+// behaves the same: the -o/--output flag (one
+// vocabulary, default text everywhere), the structured writer behind -o json|yaml, the one table
+// style, the writer for files that may hold secrets, and the progress helper.
+//
+//   - AddFormatFlag: -o/--output with text, json and yaml (default text), validated while flags
+//     are parsed, so a bad format is a usage error before any network or cluster call.
+//   - WriteStructured / Render: one JSON (two-space indent) or YAML document on stdout.
+//   - Table: kubectl's borderless table (no boxes, three spaces between columns).
+//   - WritePrivateFile: files that may hold secrets (kubeconfigs, components with credentials,
+//     templates, move backups) are 0600 before the first byte and replaced atomically.
+//   - Progress: counts and spinners on stderr, redrawn only on a terminal, colour only where
+//     NO_COLOR and the terminal allow it.
+package output

@@ -1,0 +1,209 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capctl/capctl/internal/iostreams"
+)
+
+func parse(t *testing.T, extra []Format, args ...string) (Format, error) {
+	t.Helper()
+	var f Format
+	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+	AddFormatFlag(cmd, &f, "", extra...)
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	err := cmd.Execute()
+	return f, err
+}
+
+func TestFormatFlagOneVocabularyDefaultText(t *testing.T) {
+	for args, want := range map[string]Format{"": Text, "-o text": Text, "-o json": JSON, "--output=yaml": YAML, "-o YAML": YAML} {
+		got, err := parse(t, nil, strings.Fields(args)...)
+		if err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", args, got, err, want)
+		}
+	}
+	for _, bad := range []string{"table", "xml", "short", "wide"} {
+		_, err := parse(t, nil, "-o", bad)
+		if err == nil || !strings.Contains(err.Error(), `invalid output format "`+bad+`": use one of text, json, yaml`) {
+			t.Errorf("-o %s: %v", bad, err)
+		}
+	}
+	if got, err := parse(t, []Format{Short}, "-o", "short"); err != nil || got != Short {
+		t.Errorf("extra short: %q %v", got, err)
+	}
+}
+
+func TestWriteStructuredAndRender(t *testing.T) {
+	v := map[string]any{"name": "cluster-api", "count": 2}
+	var b bytes.Buffer
+	if err := WriteStructured(&b, JSON, v); err != nil || b.String() != "{\n  \"count\": 2,\n  \"name\": \"cluster-api\"\n}\n" {
+		t.Errorf("json %q %v", b.String(), err)
+	}
+	b.Reset()
+	if err := WriteStructured(&b, YAML, v); err != nil || b.String() != "count: 2\nname: cluster-api\n" {
+		t.Errorf("yaml %q %v", b.String(), err)
+	}
+	if err := WriteStructured(&b, Text, v); err == nil {
+		t.Error("text accepted as structured")
+	}
+	b.Reset()
+	called := false
+	_ = Render(&b, Text, v, func(io.Writer) error { called = true; return nil })
+	if !called || b.Len() != 0 {
+		t.Error("text renderer not called")
+	}
+	b.Reset()
+	_ = Render(&b, JSON, v, func(io.Writer) error { t.Error("text called for json"); return nil })
+	var back map[string]any
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestTableBorderless(t *testing.T) {
+	var b bytes.Buffer
+	tb := NewTable(&b, "NAME", "TYPE", "VERSION")
+	tb.Row("cluster-api", "CoreProvider", "v1.14.0")
+	tb.Row("kubeadm", "BootstrapProvider", "")
+	tb.Row("bad\tcell", "x\ny", "z")
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"NAME          TYPE                VERSION\n" +
+		"cluster-api   CoreProvider        v1.14.0\n" +
+		"kubeadm       BootstrapProvider\n" +
+		"bad cell      x y                 z\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if tb.Rows() != 3 {
+		t.Errorf("rows %d", tb.Rows())
+	}
+}
+
+func TestWritePrivateFileNewAndExisting0644(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "creds.yaml")
+	if err := WritePrivateFile(p, []byte("a: 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	assertPrivate(t, p, "a: 1\n")
+
+	// An existing world-readable file ends up 0600 with the new content.
+	if err := os.WriteFile(p, []byte("old, longer content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePrivateFile(p, []byte("secret\n")); err != nil {
+		t.Fatal(err)
+	}
+	assertPrivate(t, p, "secret\n")
+
+	// A symlink is followed: the file it points at is replaced, the link stays.
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink("creds.yaml", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePrivateFile(link, []byte("via link\n")); err != nil {
+		t.Fatal(err)
+	}
+	assertPrivate(t, p, "via link\n")
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link replaced: %v %v", st, err)
+	}
+
+	// No temporary file is left behind, and a directory is refused.
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("left behind: %v", entries)
+	}
+	if err := WritePrivateFile(dir, []byte("x")); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("directory: %v", err)
+	}
+	if err := WritePrivateFile(filepath.Join(dir, "missing", "f"), []byte("x")); err == nil {
+		t.Error("missing directory accepted")
+	}
+}
+
+func assertPrivate(t *testing.T, p, content string) {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s mode %v, want 0600", p, st.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(p); string(b) != content {
+		t.Errorf("%s holds %q, want %q", p, b, content)
+	}
+}
+
+func TestProgressPlainLinesWithoutTerminal(t *testing.T) {
+	s, _, _, errOut := iostreams.Test()
+	p := NewProgress(s)
+	count := p.Counter(map[string]string{"create": "Creating objects"})
+	for i := 0; i <= 100; i++ {
+		count("create", i, 100)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if len(lines) != 11 || lines[0] != "Creating objects: 0/100" || lines[10] != "Creating objects: 100/100" {
+		t.Errorf("%d lines: %q", len(lines), lines)
+	}
+	if strings.Contains(errOut.String(), "\r") || strings.Contains(errOut.String(), "\033") {
+		t.Error("redraw or colour without a terminal")
+	}
+	errOut.Reset()
+	stop := p.Start("Waiting for providers")
+	stop(nil)
+	if errOut.String() != "Waiting for providers...\nWaiting for providers: done\n" {
+		t.Errorf("spinner without terminal: %q", errOut.String())
+	}
+}
+
+func TestProgressTerminalRespectsNoColor(t *testing.T) {
+	t.Setenv("TERM", "xterm")
+	for _, noColor := range []bool{false, true} {
+		if noColor {
+			t.Setenv("NO_COLOR", "1")
+		} else {
+			t.Setenv("NO_COLOR", "") // restored after the test
+			os.Unsetenv("NO_COLOR")
+		}
+		s, _, _, errOut := iostreams.Test()
+		s.SetTTY(false, false, true)
+		p := NewProgress(s)
+		p.interval = time.Millisecond
+		stop := p.Start("Waiting")
+		time.Sleep(5 * time.Millisecond)
+		stop(nil)
+		out := errOut.String()
+		if !strings.Contains(out, "\r") || !strings.HasSuffix(out, "Waiting\n") {
+			t.Errorf("no redraw on a terminal: %q", out)
+		}
+		if hasColor := strings.Contains(out, "\033[32m"); hasColor == noColor {
+			t.Errorf("NO_COLOR=%v but colour %v: %q", noColor, hasColor, out)
+		}
+	}
+	t.Setenv("TERM", "dumb")
+	s, _, _, _ := iostreams.Test()
+	s.SetTTY(false, false, true)
+	if NewProgress(s).redraw {
+		t.Error("TERM=dumb redraws")
+	}
+}
