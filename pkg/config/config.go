@@ -131,7 +131,12 @@ func (c *Config) read(path, shownAs string) error {
 	if err := c.v.ReadInConfig(); err != nil {
 		var parseErr viper.ConfigParseError
 		if errors.As(err, &parseErr) {
-			// viper's message carries the YAML parser's "line N"; say which file it is.
+			// The parser's own "line N" is where the enclosing block starts; name the real line.
+			if data, rerr := os.ReadFile(path); rerr == nil {
+				if where, ok := describeYAMLError(data); ok {
+					return fmt.Errorf("config file %s is not valid YAML: %s", shownAs, where)
+				}
+			}
 			return fmt.Errorf("config file %s is not valid YAML: %s", shownAs, strings.TrimPrefix(parseErr.Error(), "While parsing config: "))
 		}
 		return fmt.Errorf("reading config file %s: %w", shownAs, err)

@@ -57,6 +57,25 @@ func TestMalformedYAMLNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestMalformedYAMLReportsTheRealLine: a bad indent on line 4 is reported at line 4, not at the
+// line where the enclosing mapping starts.
+func TestMalformedYAMLReportsTheRealLine(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		line string
+	}{
+		{"providers:\n  - name: foo\n    type: InfrastructureProvider\n   url: https://example.com/x.yaml\n", "line 4"},
+		{"images:\n  all:\n    repository: example.com\n  cert-manager:\n      tag: v1\n    name: x\n", "line 6"},
+		{"a: 1\nb: 2\nc: [unclosed\n", "line 3"},
+	} {
+		p := writeFile(t, tc.body)
+		_, err := Load(context.Background(), Options{Path: p, LookupEnv: envFrom(nil)})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tc.line+":") {
+			t.Errorf("%q: want an error naming %s and %s, got %v", tc.body, p, tc.line, err)
+		}
+	}
+}
+
 func TestMissingConfigFile(t *testing.T) {
 	_, err := Load(context.Background(), Options{Path: "/nonexistent/clusterctl.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/clusterctl.yaml") {
