@@ -1,17 +1,22 @@
 package repository
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 // diskCache keeps fetched files under {dir}/files/{repository}/{version}/{file} and version lists
 // under {dir}/versions/{repository}.json. Release files never change once published, so files are
-// kept forever; version lists carry their fetch time and expire after the TTL.
+// kept forever; version lists carry their fetch time and expire after the TTL. Only files that
+// passed validateFile are written (atomically), each with a hidden .{file}.sha256 beside it, so a
+// cached file is trusted without parsing it again.
 type diskCache struct {
 	dir string
 }
@@ -20,19 +25,46 @@ func (c *diskCache) filePath(key, version, file string) (string, error) {
 	return safeJoin(filepath.Join(c.dir, "files"), key, version, file)
 }
 
-func (c *diskCache) getFile(key, version, file string) ([]byte, bool) {
+// getFile returns a cached file and its path. The file is checked: one whose checksum sidecar
+// matches was validated when it was written; any other (left by an older capctl, damaged) is
+// validated now (validateFile), and bad is the reason it cannot be used.
+func (c *diskCache) getFile(key, version, file string) (data []byte, path string, bad error, ok bool) {
 	if c == nil || key == "" {
-		return nil, false
+		return nil, "", nil, false
 	}
 	p, err := c.filePath(key, version, file)
 	if err != nil {
-		return nil, false
+		return nil, "", nil, false
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, false
+		return nil, "", nil, false
 	}
-	return b, true
+	sum := checksum(b)
+	if side, err := os.ReadFile(sidecarPath(p)); err == nil && strings.TrimSpace(string(side)) == sum {
+		return b, p, nil, true
+	}
+	if err := validateFile(file, b); err != nil {
+		return b, p, err, true
+	}
+	_ = writeFileAtomic(sidecarPath(p), []byte(sum+"\n"), 0o644)
+	return b, p, nil, true
+}
+
+// removeFile drops a cached file and its sidecar.
+func (c *diskCache) removeFile(p string) {
+	_ = os.Remove(p)
+	_ = os.Remove(sidecarPath(p))
+}
+
+// sidecarPath is where the SHA-256 of a validated cached file is kept: a hidden file beside it.
+func sidecarPath(p string) string {
+	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".sha256")
+}
+
+func checksum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 func (c *diskCache) hasFile(key, version, file string) bool {
@@ -55,7 +87,10 @@ func (c *diskCache) putFile(key, version, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(p, data, 0o644)
+	if err := writeFileAtomic(p, data, 0o644); err != nil {
+		return err
+	}
+	return writeFileAtomic(sidecarPath(p), []byte(checksum(data)+"\n"), 0o644)
 }
 
 // listFiles names the cached files of a version.
@@ -70,7 +105,7 @@ func (c *diskCache) listFiles(key, version string) []string {
 	entries, _ := os.ReadDir(dir)
 	var out []string
 	for _, e := range entries {
-		if e.Type().IsRegular() {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
 			out = append(out, e.Name())
 		}
 	}

@@ -347,17 +347,33 @@ func (c *Client) getFile(ctx context.Context, p Provider, version, file string) 
 		return b, fromCache, nil
 	}
 	key := s.cacheKey()
-	if b, ok := c.cache.getFile(key, version, file); ok {
-		c.remember(memKey, b)
-		return b, fromCache, nil
+	if b, path, bad, ok := c.cache.getFile(key, version, file); ok {
+		if bad == nil {
+			c.remember(memKey, b)
+			return b, fromCache, nil
+		}
+		if c.opts.Offline {
+			return nil, "", fmt.Errorf("the cached %s of %s %s (%s) is not valid: %v; offline it cannot be fetched again: run `capctl repository cache clean %s:%s` and then once online",
+				file, p, version, path, bad, p.ManifestLabel(), version)
+		}
+		// Fetched by an older capctl or damaged: say so and fetch it once more.
+		c.log.Info("The cached file is not valid, fetching it again", "file", path, "reason", bad.Error())
+		c.cache.removeFile(path)
 	}
 	if key != "" && c.opts.Offline {
 		return nil, "", offlineError(fmt.Sprintf("%s %s of %s (not in the cache %s)", file, version, p, c.cacheDir()))
 	}
 	c.log.V(5).Info("Fetching", "file", file, "provider", p.ManifestLabel(), "version", version)
+	u := s.fileURL(version, file)
 	b, err = s.getFile(ctx, version, file)
 	if err != nil {
-		return nil, "", fmt.Errorf("fetching %s of %s %s from %s: %w%s", file, p, version, s.fileURL(version, file), err, networkHint(err))
+		return nil, "", fmt.Errorf("fetching %s of %s %s from %s: %w%s", file, p, version, u, err, networkHint(err))
+	}
+	if key != "" {
+		// Check before caching: a pinned version's files are served from the cache forever.
+		if err := validateFile(file, b); err != nil {
+			return nil, "", fmt.Errorf("fetching %s of %s %s from %s: %w; nothing was cached", file, p, version, u, err)
+		}
 	}
 	if err := c.cache.putFile(key, version, file, b); err != nil {
 		c.log.V(1).Info("Could not cache a file", "error", err.Error())

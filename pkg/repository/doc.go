@@ -45,7 +45,12 @@
 // Files are read from, in order: the overrides folder
 // ({overridesFolder}/{provider-label}/{version}/{file}), the in-memory cache of the run, the disk
 // cache ({CacheDir}/files/github/OWNER/REPO/{version}/{file}), the repository. GitHub version lists
-// are cached in {CacheDir}/versions/github/OWNER/REPO.json with their fetch time.
+// are cached in {CacheDir}/versions/github/OWNER/REPO.json with their fetch time. A fetched file is
+// validated before it is cached (validateFile: not an HTML page, metadata.yaml parses as metadata,
+// YAML files as YAML), written atomically with a SHA-256 sidecar; a cached file without a matching
+// sidecar is validated on read, and one that fails is reported with its path and fetched again
+// once. A 200 answer whose body is shorter than its Content-Length is retried like a 5xx, then
+// reported as a *TruncatedError ("download of URL was cut after N of M bytes").
 //
 // # Versions
 //

@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,8 @@ func (g *githubSource) getFile(ctx context.Context, version, file string) ([]byt
 		return data, nil
 	}
 	var rl *RateLimitError
-	if errors.As(err, &rl) {
+	var te *TruncatedError
+	if errors.As(err, &rl) || errors.As(err, &te) {
 		return nil, err
 	}
 	if status == http.StatusNotFound && !g.hasToken {
@@ -128,6 +130,10 @@ func (g *githubSource) download(ctx context.Context, u string) ([]byte, int, err
 	}
 	resp, err := g.http.Do(req)
 	if err != nil {
+		var te *TruncatedError
+		if errors.As(err, &te) {
+			return nil, 0, te
+		}
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
@@ -305,6 +311,21 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var lastErr error
 	for i := 0; ; i++ {
 		resp, err := base.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			// A body cut short is as transient as a refused connection: read it here, where a
+			// retry is still possible.
+			if err = bufferBody(req, resp); err != nil {
+				lastErr = err
+				if req.Context().Err() != nil || i+1 >= t.attempts {
+					var te *TruncatedError
+					if errors.As(err, &te) {
+						te.Attempts = i + 1
+					}
+					return nil, err
+				}
+				goto again
+			}
+		}
 		switch {
 		case err == nil && resp.StatusCode < 500:
 			return resp, nil
@@ -324,6 +345,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
+	again:
 		select {
 		case <-req.Context().Done():
 			return nil, fmt.Errorf("%w (last error: %v)", req.Context().Err(), lastErr)
@@ -331,6 +353,44 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		wait *= 2
 	}
+}
+
+// TruncatedError is a download whose connection closed before the whole body arrived.
+type TruncatedError struct {
+	URL      string
+	Got      int64
+	Want     int64 // Content-Length; -1 when the server did not say
+	Attempts int
+	Err      error
+}
+
+func (e *TruncatedError) Error() string {
+	msg := fmt.Sprintf("download of %s was cut after %d of %d bytes", e.URL, e.Got, e.Want)
+	if e.Want < 0 {
+		msg = fmt.Sprintf("download of %s was cut after %d bytes (%v)", e.URL, e.Got, e.Err)
+	}
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(", %d times in a row: the connection or a proxy on the way drops it; try again later", e.Attempts)
+	}
+	return msg
+}
+
+func (e *TruncatedError) Unwrap() error { return e.Err }
+
+// bufferBody reads a 200 answer's body into memory (files are bounded by maxFileSize) and checks
+// it against Content-Length; the response then carries the complete body.
+func bufferBody(req *http.Request, resp *http.Response) error {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxFileSize+1))
+	resp.Body.Close()
+	got := int64(len(data))
+	if err == nil && resp.ContentLength >= 0 && got < resp.ContentLength && got <= maxFileSize {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return &TruncatedError{URL: req.URL.Redacted(), Got: got, Want: resp.ContentLength, Attempts: 1, Err: err}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
 }
 
 // proxyVersions lists tags through the Go module proxy protocol, costing no GitHub API call:

@@ -247,8 +247,17 @@ func TestParseMetadataValidation(t *testing.T) {
 		"apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Other\nreleaseSeries: [{major: 1, minor: 0}]":       "kind",
 		"apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\n":                                         "no releaseSeries",
 		"apiVersion: [": "YAML",
+		// Errors speak of the file, never of Go types.
+		"just a string\n": "is not a YAML mapping",
+		"apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: one\n  minor: 0\n": "releaseSeries[0].major must be a whole number",
+		"apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nreleaseSeries: {}\n":                                        "releaseSeries must be a list",
+		htmlPage: "the server returned an HTML page, not metadata.yaml",
 	} {
-		if _, err := ParseMetadata([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+		_, err := ParseMetadata([]byte(body))
+		if err != nil && (strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "repository.") || strings.Contains(err.Error(), "int32")) {
+			t.Errorf("%q: Go types in %v", body, err)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: want %q, got %v", body, want, err)
 		}
 	}

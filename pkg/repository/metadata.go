@@ -1,12 +1,10 @@
 package repository
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"sigs.k8s.io/yaml"
 )
 
 // CurrentContract is the Cluster API contract capctl (like clusterctl v1.14) implements.
@@ -34,27 +32,6 @@ type ReleaseSeries struct {
 
 func (s ReleaseSeries) String() string {
 	return fmt.Sprintf("v%d.%d (%s)", s.Major, s.Minor, s.Contract)
-}
-
-// ParseMetadata decodes and validates metadata.yaml as clusterctl v1.14 does.
-func ParseMetadata(data []byte) (*Metadata, error) {
-	var m Metadata
-	if err := yaml.UnmarshalStrict(data, &m); err != nil {
-		// Unknown fields are tolerated (future additions); only malformed YAML is fatal.
-		if err2 := yaml.Unmarshal(data, &m); err2 != nil {
-			return nil, fmt.Errorf("metadata is not valid YAML: %w", err2)
-		}
-	}
-	if m.APIVersion != metadataAPIVersion {
-		return nil, fmt.Errorf("metadata apiVersion is %q, want %q", m.APIVersion, metadataAPIVersion)
-	}
-	if m.Kind != "" && m.Kind != "Metadata" {
-		return nil, fmt.Errorf("metadata kind is %q, want Metadata", m.Kind)
-	}
-	if len(m.ReleaseSeries) == 0 {
-		return nil, errors.New("metadata lists no releaseSeries")
-	}
-	return &m, nil
 }
 
 // SeriesFor returns the release series of version (exact major.minor match).
