@@ -18,11 +18,13 @@ func newRepositoryCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,
 		Use:     "repository",
-		Short:   "Work with provider repositories (mirror them for air-gapped sites)",
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Short:   "Work with provider repositories (mirror them for air-gapped sites, clean the download cache)",
+		Long: `Work with provider repositories: mirror them into a local repository for air-gapped sites,
+and clean the cache of downloaded files, ` + cacheLocation() + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newRepositoryMirrorCmd(f))
+	cmd.AddCommand(newRepositoryMirrorCmd(f), newRepositoryCacheCmd(f))
 	return cmd
 }
 

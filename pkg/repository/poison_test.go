@@ -214,3 +214,57 @@ func TestTruncatedDownloadIsRetriedThenNamed(t *testing.T) {
 		t.Errorf("%d requests, want %d attempts", n, DefaultRetryAttempts)
 	}
 }
+
+// TestCleanCache removes one version, one repository or the whole cache, and says what went.
+func TestCleanCache(t *testing.T) {
+	gh := newFakeGitHub(t)
+	gh.addFixtureCAPI(fixtureRepo(t))
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	cfg := loadConfig(t, "", nil)
+	c := newTestClient(t, cfg, gh.options(cacheDir))
+	ctx := context.Background()
+	core, _ := c.Provider("cluster-api", provider.CoreProviderType)
+	docker, _ := c.Provider("docker", provider.InfrastructureProviderType)
+	for _, v := range []string{"v1.14.0", "v1.13.5"} {
+		if _, err := c.Components(ctx, core, ComponentsOptions{Version: v, SkipVariables: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Versions(ctx, core); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cacheDir, "files", "github", "kubernetes-sigs", "cluster-api")
+
+	res, err := c.CleanCache(&docker, "v1.14.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 || res.Bytes == 0 || len(res.Removed) != 1 || res.Removed[0] != filepath.Join(dir, "v1.14.0") {
+		t.Errorf("one version: %+v", res)
+	}
+	if !strings.Contains(strings.Join(res.SharedWith, ","), "cluster-api") {
+		t.Errorf("the providers sharing the repository are not named: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v1.13.5", "core-components.yaml")); err != nil {
+		t.Errorf("another version went too: %v", err)
+	}
+	res, err = c.CleanCache(&core, "")
+	if err != nil || res.Files != 3 || len(res.Removed) != 2 { // v1.13.5's two files and the version list
+		t.Errorf("one repository: %+v %v", res, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("repository folder still there: %v", err)
+	}
+	if res, err := c.CleanCache(nil, ""); err != nil || res.Dir != cacheDir {
+		t.Errorf("everything: %+v %v", res, err)
+	}
+	if entries, _ := os.ReadDir(cacheDir); len(entries) != 0 {
+		t.Errorf("cache not empty: %v", entries)
+	}
+	// A local repository has nothing cached.
+	local := newTestClient(t, fixtureConfig(t, ""), Options{CacheDir: cacheDir})
+	lp, _ := local.Provider("docker", provider.InfrastructureProviderType)
+	if res, err := local.CleanCache(&lp, ""); err != nil || res.Files != 0 || !strings.Contains(res.Note, "local repository") {
+		t.Errorf("local: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/repository"
+)
+
+// cacheLocation names the download cache in help texts.
+func cacheLocation() string {
+	return filepath.Join(config.CacheDir(), "repositories") + " ($XDG_CACHE_HOME/capctl/repositories)"
+}
+
+func newRepositoryCacheCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cache",
+		Short: "Work with the cache of downloaded provider files",
+		Long: `Provider files downloaded from GitHub or GitLab (components, metadata.yaml, templates) and
+version lists are cached in ` + cacheLocation() + `.
+Files are checked before they are cached; a cached file that does not parse is fetched again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdRepositoryCacheClean(f, nil))
+	return cmd
+}
+
+// RepositoryCacheCleanOptions are `capctl repository cache clean`'s inputs.
+type RepositoryCacheCleanOptions struct {
+	// Provider is nil for the whole cache.
+	Provider *mirrorRef
+	Output   output.Format
+
+	factory *factory
+	out     io.Writer
+}
+
+func newCmdRepositoryCacheClean(f *factory, runF func(*RepositoryCacheCleanOptions) error) *cobra.Command {
+	o := &RepositoryCacheCleanOptions{factory: f}
+	cmd := &cobra.Command{
+		Use:   "clean [PROVIDER-LABEL[:VERSION]]",
+		Short: "Remove cached provider files (one version, one provider, or everything)",
+		Long: `Remove cached provider files from ` + cacheLocation() + `,
+so that they are downloaded again when next needed.
+
+With PROVIDER-LABEL:VERSION (infrastructure-docker:v1.14.0) that version's cached files go; with
+a label alone, every version and the version list of that provider's repository; with no
+argument, the whole cache. The cache is kept by repository: providers that share one (the
+Cluster API core, kubeadm and docker providers) lose their cached files together, and the
+output names them. Local repositories are never cached.`,
+		Example: `  capctl repository cache clean infrastructure-aws:v2.8.1
+  capctl repository cache clean cluster-api
+  capctl repository cache clean`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			o.out = f.IO.Out
+			if runF != nil {
+				return runF(o)
+			}
+			return o.run(cmd)
+		},
+	}
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print what was removed")
+	return cmd
+}
+
+func (o *RepositoryCacheCleanOptions) complete(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	a := args[0]
+	label, version, hasVersion := strings.Cut(a, ":")
+	t, name, ok := provider.ParseManifestLabel(label)
+	if !ok {
+		return usageErrorf("%q is not a provider label: use TYPE-NAME[:VERSION] such as cluster-api, bootstrap-kubeadm, infrastructure-aws:v2.8.1", a)
+	}
+	if hasVersion {
+		if err := provider.ValidateVersion(version); err != nil || version == "" || version == "latest" {
+			return usageErrorf("invalid provider %q: the version after ':' must look like v1.2.3", a)
+		}
+	}
+	o.Provider = &mirrorRef{label: label, name: name, version: version, t: t}
+	return nil
+}
+
+func (o *RepositoryCacheCleanOptions) run(cmd *cobra.Command) error {
+	c, err := o.factory.repositoryClient(cmd.Context(), true)
+	if err != nil {
+		return err
+	}
+	var p *repository.Provider
+	version := ""
+	if o.Provider != nil {
+		rp, err := c.Provider(o.Provider.name, o.Provider.t)
+		if err != nil {
+			return err
+		}
+		p, version = &rp, o.Provider.version
+	}
+	res, err := c.CleanCache(p, version)
+	if err != nil {
+		return err
+	}
+	return output.Render(o.out, o.Output, res, func(w io.Writer) error {
+		if res.Note != "" {
+			_, err := fmt.Fprintln(w, res.Note)
+			return err
+		}
+		what := "the cache"
+		if o.Provider != nil {
+			what = o.Provider.label
+			if version != "" {
+				what += " " + version
+			}
+		}
+		if len(res.Removed) == 0 {
+			_, err := fmt.Fprintf(w, "Nothing cached for %s in %s\n", what, res.Dir)
+			return err
+		}
+		fmt.Fprintf(w, "Removed %d cached files (%s) of %s from %s\n", res.Files, humanBytes(res.Bytes), what, res.Dir)
+		if len(res.SharedWith) > 0 {
+			fmt.Fprintf(w, "Also removed for the providers of the same repository: %s\n", strings.Join(res.SharedWith, ", "))
+		}
+		return nil
+	})
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
