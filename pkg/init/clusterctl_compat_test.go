@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
 	initialize "github.com/capctl/capctl/pkg/init"
-	"github.com/capctl/capctl/pkg/install/installtest"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 

@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/install"
-	"github.com/capctl/capctl/pkg/install/installtest"
 )
 
 var env *testenv.Env

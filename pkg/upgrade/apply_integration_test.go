@@ -26,10 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/install"
-	"github.com/capctl/capctl/pkg/install/installtest"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
