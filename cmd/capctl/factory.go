@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -49,18 +47,13 @@ func (f *factory) Config(ctx context.Context) (*config.Config, error) {
 	return f.cfg, f.cfgErr
 }
 
-// Logger returns a logger to stderr at the chosen verbosity; with -v 0 the config variable
+// Logger returns a logger to stderr at the chosen verbosity; with -v 0 the environment variable
 // CAPCTL_LOG_LEVEL (or clusterctl's CLUSTERCTL_LOG_LEVEL) may raise it.
 func (f *factory) Logger() *logging.Logger {
 	v := f.global.verbosity
 	if v == 0 {
-		for _, key := range []string{"CAPCTL_LOG_LEVEL", "CLUSTERCTL_LOG_LEVEL"} {
-			if s, ok := os.LookupEnv(key); ok {
-				if n, err := strconv.Atoi(s); err == nil {
-					v = n
-				}
-				break
-			}
+		if n, ok := config.EnvLogLevel(nil); ok {
+			v = n
 		}
 	}
 	return logging.New(f.IO.ErrOut, v)
