@@ -7,9 +7,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-func init() { registerCommand(newCompletionCmd) }
+func init() { registerCommand(newCmdCompletion) }
 
-func newCompletionCmd(f *factory) *cobra.Command {
+func newCmdCompletion(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,
 		Use:     "completion bash|zsh|fish|powershell",

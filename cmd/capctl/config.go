@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -9,9 +10,9 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() { registerCommand(newConfigCmd) }
+func init() { registerCommand(newCmdConfig) }
 
-func newConfigCmd(f *factory) *cobra.Command {
+func newCmdConfig(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,
 		Use:     "config",
@@ -19,7 +20,7 @@ func newConfigCmd(f *factory) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newConfigRepositoriesCmd(f))
+	cmd.AddCommand(newCmdConfigRepositories(f, nil))
 	return cmd
 }
 
@@ -31,8 +32,15 @@ type repositoryRow struct {
 	File         string `json:"File"`
 }
 
-func newConfigRepositoriesCmd(f *factory) *cobra.Command {
-	var format output.Format
+// ConfigRepositoriesOptions is `capctl config repositories` parsed from its flags.
+type ConfigRepositoriesOptions struct {
+	deps
+	Output output.Format
+}
+
+// newCmdConfigRepositories builds `capctl config repositories`; runF, when set, replaces running it.
+func newCmdConfigRepositories(f *factory, runF func(*ConfigRepositoriesOptions) error) *cobra.Command {
+	o := &ConfigRepositoriesOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		Use:   "repositories",
 		Short: "List the provider repositories capctl knows (built-in and from the config file)",
@@ -40,27 +48,35 @@ func newConfigRepositoriesCmd(f *factory) *cobra.Command {
   capctl config repositories -o yaml --config ./clusterctl.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.Config(cmd.Context())
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			reg, err := repository.NewRegistry(cfg)
-			if err != nil {
-				return err
-			}
-			var rows []repositoryRow
-			for _, p := range reg.List() {
-				rows = append(rows, repositoryRow{Name: p.Name, ProviderType: string(p.Type), URL: p.RepositoryURL(), File: p.ComponentsFile()})
-			}
-			return output.Render(f.IO.Out, format, rows, func(w io.Writer) error {
-				t := output.NewTable(w, "NAME", "TYPE", "URL", "FILE")
-				for _, r := range rows {
-					t.Row(r.Name, r.ProviderType, r.URL, r.File)
-				}
-				return t.Flush()
-			})
+			return runConfigRepositories(cmd.Context(), o)
 		},
 	}
-	output.AddFormatFlag(cmd, &format, "")
+	output.AddFormatFlag(cmd, &o.Output, "")
 	return cmd
+}
+
+// runConfigRepositories lists the registry of the config file.
+func runConfigRepositories(ctx context.Context, o *ConfigRepositoriesOptions) error {
+	cfg, err := o.Config(ctx)
+	if err != nil {
+		return err
+	}
+	reg, err := repository.NewRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	var rows []repositoryRow
+	for _, p := range reg.List() {
+		rows = append(rows, repositoryRow{Name: p.Name, ProviderType: string(p.Type), URL: p.RepositoryURL(), File: p.ComponentsFile()})
+	}
+	return output.Render(o.IO.Out, o.Output, rows, func(w io.Writer) error {
+		t := output.NewTable(w, "NAME", "TYPE", "URL", "FILE")
+		for _, r := range rows {
+			t.Row(r.Name, r.ProviderType, r.URL, r.File)
+		}
+		return t.Flush()
+	})
 }

@@ -14,24 +14,22 @@ import (
 	"github.com/capctl/capctl/pkg/provider"
 )
 
-func init() { registerCommand(newDeleteCmd) }
-
-type deleteOptions struct {
-	core, bootstrap, controlPlane, infrastructure, ipam, runtimeExtension, addon []string
-
-	all, includeNamespace, includeCRD, includeCertManager, yes, dryRun bool
-	output                                                             output.Format
-
-	opts deletion.Options
+func init() {
+	registerCommand(func(f *factory) *cobra.Command { return newCmdDelete(f, nil) })
 }
 
-func newDeleteCmd(f *factory) *cobra.Command {
-	o := &deleteOptions{}
-	cmd := &cobra.Command{
-		GroupID: groupManagement,
-		Use:     "delete [providers] [--all]",
-		Short:   "Delete providers from the management cluster",
-		Long: strings.TrimSpace(`
+// DeleteOptions is `capctl delete` parsed from its flags: Request is the one deletion request.
+type DeleteOptions struct {
+	deps
+	Request deletion.Options
+	Yes     bool
+	DryRun  bool
+	Output  output.Format
+
+	refs map[provider.Type]*[]string
+}
+
+const deleteLong = `
 Delete provider components from the management cluster, with their inventory entries.
 
 To protect what users created, the providers' namespaces and CRDs (and so every object of those
@@ -39,108 +37,103 @@ CRDs) are kept unless --include-namespace / --include-crd say otherwise; --inclu
 while objects of the CRDs exist. cert-manager is kept unless --include-cert-manager is given, capctl
 or clusterctl installed it, and nothing else needs it.
 
-capctl prints what will be deleted and asks for confirmation; pass --yes where nobody can answer.`),
-		Example: strings.TrimSpace(`
+capctl prints what will be deleted and asks for confirmation; pass --yes where nobody can answer.`
+
+const deleteExample = `
   # Delete the docker infrastructure provider, keeping its namespace and CRDs
   capctl delete --infrastructure docker
 
   # Delete every provider, their namespaces and CRDs, and cert-manager, without asking
-  capctl delete --all --include-namespace --include-crd --include-cert-manager --yes`),
-		Args: cobra.NoArgs,
+  capctl delete --all --include-namespace --include-crd --include-cert-manager --yes`
+
+// newCmdDelete builds `capctl delete`; runF, when set, replaces running it (tests).
+func newCmdDelete(f *factory, runF func(*DeleteOptions) error) *cobra.Command {
+	o := &DeleteOptions{deps: f.deps(), refs: map[provider.Type]*[]string{}}
+	cmd := &cobra.Command{
+		GroupID: groupManagement,
+		Use:     "delete [providers] [--all]",
+		Short:   "Delete providers from the management cluster",
+		Long:    strings.TrimSpace(deleteLong),
+		Example: strings.TrimSpace(deleteExample),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runDelete(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&o.core, "core", nil, "Core provider to delete ([namespace/]cluster-api[:version])")
-	fl.StringSliceVarP(&o.bootstrap, "bootstrap", "b", nil, "Bootstrap providers to delete ([namespace/]name[:version], comma-separated or repeated)")
-	fl.StringSliceVarP(&o.controlPlane, "control-plane", "c", nil, "Control plane providers to delete ([namespace/]name[:version])")
-	fl.StringSliceVarP(&o.infrastructure, "infrastructure", "i", nil, "Infrastructure providers to delete ([namespace/]name[:version])")
-	fl.StringSliceVar(&o.ipam, "ipam", nil, "IPAM providers to delete ([namespace/]name[:version])")
-	fl.StringSliceVar(&o.runtimeExtension, "runtime-extension", nil, "Runtime extension providers to delete ([namespace/]name[:version])")
-	fl.StringSliceVar(&o.addon, "addon", nil, "Add-on providers to delete ([namespace/]name[:version])")
-	fl.BoolVar(&o.all, "all", false, "Delete every provider in the inventory")
-	fl.BoolVar(&o.includeNamespace, "include-namespace", false, "Also delete the providers' namespaces, with EVERYTHING in them")
-	fl.BoolVar(&o.includeCRD, "include-crd", false, "Also delete the providers' CRDs (refused while objects of those CRDs exist)")
-	fl.BoolVar(&o.includeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
-	fl.BoolVarP(&o.yes, "yes", "y", false, "Delete without asking for confirmation")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted and stop")
-	output.AddFormatFlag(cmd, &o.output, "json and yaml print the plan and, unless --dry-run, the result")
+	for _, t := range provider.Types {
+		o.refs[t] = new([]string)
+		name := strings.TrimPrefix(t.Flag(), "--")
+		usage := fmt.Sprintf("%s to delete ([namespace/]name[:version], comma-separated or repeated)", t)
+		fl.StringSliceVarP(o.refs[t], name, t.FlagShorthand(), nil, usage)
+	}
+	fl.BoolVar(&o.Request.All, "all", false, "Delete every provider in the inventory")
+	fl.BoolVar(&o.Request.IncludeNamespace, "include-namespace", false, "Also delete the providers' namespaces, with EVERYTHING in them")
+	fl.BoolVar(&o.Request.IncludeCRD, "include-crd", false, "Also delete the providers' CRDs (refused while objects of those CRDs exist)")
+	fl.BoolVar(&o.Request.IncludeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "Delete without asking for confirmation")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "Print what would be deleted and stop")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan and, unless --dry-run, the result")
 	return cmd
 }
 
-// complete turns flags into deletion options and validates them, before any cluster call.
-func (o *deleteOptions) complete() error {
-	o.opts = deletion.Options{
-		All: o.all, IncludeNamespace: o.includeNamespace, IncludeCRD: o.includeCRD, IncludeCertManager: o.includeCertManager,
-	}
-	for _, g := range []struct {
-		t    provider.Type
-		refs []string
-	}{
-		{provider.CoreProviderType, o.core}, {provider.BootstrapProviderType, o.bootstrap},
-		{provider.ControlPlaneProviderType, o.controlPlane}, {provider.InfrastructureProviderType, o.infrastructure},
-		{provider.IPAMProviderType, o.ipam}, {provider.RuntimeExtensionProviderType, o.runtimeExtension},
-		{provider.AddonProviderType, o.addon},
-	} {
-		for _, s := range g.refs {
+// complete turns the provider flags into the deletion request and validates it, before any
+// cluster call.
+func (o *DeleteOptions) complete() error {
+	o.Request.Providers = nil
+	for _, t := range provider.Types {
+		for _, s := range *o.refs[t] {
 			ref, err := provider.ParseReference(s, true)
 			if err != nil {
-				return usageErrorf("%s: %v", g.t.Flag(), err)
+				return usageErrorf("%s: %v", t.Flag(), err)
 			}
 			if ref.Version == "latest" {
-				return usageErrorf("%s %s: give the installed version or none", g.t.Flag(), s)
+				return usageErrorf("%s %s: give the installed version or none", t.Flag(), s)
 			}
-			o.opts.Providers = append(o.opts.Providers, deletion.Selection{Type: g.t, Name: ref.Name, Namespace: ref.Namespace, Version: ref.Version})
+			o.Request.Providers = append(o.Request.Providers, deletion.Selection{Type: t, Name: ref.Name, Namespace: ref.Namespace, Version: ref.Version})
 		}
 	}
-	if err := o.opts.Validate(); err != nil {
+	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-func (o *deleteOptions) run(ctx context.Context, f *factory) error {
-	c, err := f.Cluster(ctx)
+// runDelete plans the deletion, shows the plan, asks (unless --yes), deletes and reports.
+func runDelete(ctx context.Context, o *DeleteOptions) error {
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	plan, err := deletion.BuildPlan(ctx, c, o.opts)
+	plan, err := deletion.BuildPlan(ctx, c, o.Request)
 	if err != nil {
 		return err
 	}
-	structured := o.output.Structured()
-	if structured {
+	structured := o.Output.Structured()
+	switch {
+	case !structured:
+		renderDeletePlan(o.IO.Out, plan)
+	case !o.Yes && !o.DryRun:
 		// The plan goes to stderr as a table for whoever confirms; stdout gets one document.
-		if !o.yes && !o.dryRun {
-			renderDeletePlan(f.IO.ErrOut, plan)
-		}
-	} else {
-		renderDeletePlan(f.IO.Out, plan)
+		renderDeletePlan(o.IO.ErrOut, plan)
 	}
-	if o.dryRun {
-		fmt.Fprintln(f.IO.ErrOut, "Dry run: nothing was deleted.")
+	if o.DryRun {
+		fmt.Fprintln(o.IO.ErrOut, "Dry run: nothing was deleted.")
 		if structured {
-			return output.WriteStructured(f.IO.Out, o.output, deleteReport{Plan: plan})
+			return output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan})
 		}
 		return nil
 	}
-	if !o.yes {
-		if !f.IO.IsStdinTTY() {
-			return fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes to delete the objects listed above")
-		}
-		ok, err := confirm(f.IO.In, f.IO.ErrOut, fmt.Sprintf("Delete %d object(s) and %d inventory entr%s? [y/N]: ", plan.Total(), len(plan.Providers), plural(len(plan.Providers), "y", "ies")))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("aborted: nothing was deleted")
-		}
+	if err := o.confirm(plan); err != nil {
+		return err
 	}
-	log := f.Logger()
+	log := o.Logger()
 	res, err := deletion.Apply(ctx, c, plan, 0, func(done, total int, obj deletion.Object, err error) {
 		if err != nil {
 			log.Info("Failed to delete", "object", obj.String(), "error", err.Error())
@@ -149,21 +142,44 @@ func (o *deleteOptions) run(ctx context.Context, f *factory) error {
 		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
 	})
 	if structured {
-		if perr := output.WriteStructured(f.IO.Out, o.output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
+		if perr := output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
 			err = perr
 		}
 		return err
 	}
-	if res != nil {
-		for _, p := range res.InventoryRemoved {
-			fmt.Fprintf(f.IO.Out, "Deleted provider %s %s from namespace %s\n", p.ManifestLabel(), p.Version, p.Namespace)
-		}
-		if plan.CertManager.Deleted && err == nil {
-			fmt.Fprintln(f.IO.Out, "Deleted cert-manager")
-		}
-		fmt.Fprintf(f.IO.ErrOut, "%d object(s) deleted, %d already gone\n", res.Deleted, res.AlreadyGone)
-	}
+	renderDeleteResult(o, plan, res, err)
 	return err
+}
+
+// confirm asks before deleting, unless --yes; without a terminal it refuses.
+func (o *DeleteOptions) confirm(plan *deletion.Plan) error {
+	if o.Yes {
+		return nil
+	}
+	if !o.IO.IsStdinTTY() {
+		return fmt.Errorf("refusing to delete without confirmation: standard input is not a terminal; pass --yes to delete the objects listed above")
+	}
+	ok, err := confirm(o.IO.In, o.IO.ErrOut, fmt.Sprintf("Delete %d object(s) and %d inventory entr%s? [y/N]: ", plan.Total(), len(plan.Providers), plural(len(plan.Providers), "y", "ies")))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("aborted: nothing was deleted")
+	}
+	return nil
+}
+
+func renderDeleteResult(o *DeleteOptions, plan *deletion.Plan, res *deletion.Result, runErr error) {
+	if res == nil {
+		return
+	}
+	for _, p := range res.InventoryRemoved {
+		fmt.Fprintf(o.IO.Out, "Deleted provider %s %s from namespace %s\n", p.ManifestLabel(), p.Version, p.Namespace)
+	}
+	if plan.CertManager.Deleted && runErr == nil {
+		fmt.Fprintln(o.IO.Out, "Deleted cert-manager")
+	}
+	fmt.Fprintf(o.IO.ErrOut, "%d object(s) deleted, %d already gone\n", res.Deleted, res.AlreadyGone)
 }
 
 // deleteReport is the -o json|yaml document.

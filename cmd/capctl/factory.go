@@ -10,6 +10,7 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/repository"
 )
 
 // globalOptions are the persistent flags every command has.
@@ -81,6 +82,28 @@ func (f *factory) Cluster(ctx context.Context) (*cluster.Client, error) {
 	}
 	f.clusterC = c
 	return c, nil
+}
+
+// deps are what a command's run needs from the factory, as fields so that a test can call run
+// with its own streams and clients (gh's pattern). Commands fill them with f.deps().
+type deps struct {
+	IO     *iostreams.IOStreams
+	Config func(context.Context) (*config.Config, error)
+	// Cluster connects to the management cluster; OptionalCluster returns nil when none is named
+	// and the default kubeconfig does not answer.
+	Cluster         func(context.Context) (*cluster.Client, error)
+	OptionalCluster func(context.Context) (*cluster.Client, error)
+	// Repository builds the provider repository client (offline: no network at all).
+	Repository func(ctx context.Context, offline bool) (*repository.Client, error)
+	Logger     func() *logging.Logger
+}
+
+func (f *factory) deps() deps {
+	return deps{
+		IO: f.IO, Config: f.Config, Cluster: f.Cluster,
+		OptionalCluster: func(ctx context.Context) (*cluster.Client, error) { return optionalCluster(ctx, f) },
+		Repository:      f.repositoryClient, Logger: f.Logger,
+	}
 }
 
 // usageError marks errors that should print the command's usage (wrong arguments).

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { registerCommand(newGenerateCmd) }
+func init() { registerCommand(newCmdGenerate) }
 
 // generateSubcommands are the subcommands of `capctl generate`; each file adds its own with
 // registerGenerateSubcommand in an init func, so that nobody edits a shared list.
@@ -17,7 +17,7 @@ func registerGenerateSubcommand(b func(*factory) *cobra.Command) {
 	generateSubcommands = append(generateSubcommands, b)
 }
 
-func newGenerateCmd(f *factory) *cobra.Command {
+func newCmdGenerate(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupManagement,
 		Use:     "generate",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -15,69 +16,76 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() { registerGenerateSubcommand(newGenerateProviderCmd) }
-
-type generateProviderOptions struct {
-	byType          map[provider.Type]*string
-	targetNamespace string
-	describe        bool
-	raw             bool
-	writeTo         string
-	pre             bool
-	offline         bool
-
-	t   provider.Type
-	ref provider.Reference
+func init() {
+	registerGenerateSubcommand(func(f *factory) *cobra.Command { return newCmdGenerateProvider(f, nil) })
 }
 
-func newGenerateProviderCmd(f *factory) *cobra.Command {
-	o := &generateProviderOptions{byType: map[provider.Type]*string{}}
-	cmd := &cobra.Command{
-		Use:   "provider (--core|--bootstrap|--control-plane|--infrastructure|--ipam|--runtime-extension|--addon) NAME[:VERSION]",
-		Short: "Print a provider's processed components (what init would install)",
-		Long: `Print a provider's components YAML after clusterctl's processing: variables substituted,
+// GenerateProviderOptions is `capctl generate provider` parsed from its flags.
+type GenerateProviderOptions struct {
+	deps
+	Type            provider.Type
+	Ref             provider.Reference
+	TargetNamespace string
+	Describe        bool
+	Raw             bool
+	WriteTo         string
+	Pre             bool
+	Offline         bool
+
+	byType map[provider.Type]*string
+}
+
+const generateProviderLong = `Print a provider's components YAML after clusterctl's processing: variables substituted,
 image overrides applied, objects moved into the target namespace and labelled, sorted for install.
 
 With --describe, print the provider, version, contract, target namespace, the variables the
 components use (with their defaults) and the images instead. With --raw, variables are left as
-they are (the namespace, labels and image overrides still apply).`,
+they are (the namespace, labels and image overrides still apply).`
+
+// newCmdGenerateProvider builds `capctl generate provider`; runF, when set, replaces running it.
+func newCmdGenerateProvider(f *factory, runF func(*GenerateProviderOptions) error) *cobra.Command {
+	o := &GenerateProviderOptions{deps: f.deps(), byType: map[provider.Type]*string{}}
+	cmd := &cobra.Command{
+		Use:   "provider (--core|--bootstrap|--control-plane|--infrastructure|--ipam|--runtime-extension|--addon) NAME[:VERSION]",
+		Short: "Print a provider's processed components (what init would install)",
+		Long:  generateProviderLong,
 		Example: `  capctl generate provider --infrastructure docker:v1.14.0
   capctl generate provider --core cluster-api --describe
   capctl generate provider --bootstrap kubeadm:v1.14.0 --target-namespace capi-kubeadm --write-to bootstrap.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
-			return o.run(cmd, f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runGenerateProvider(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
 	for _, t := range provider.Types {
 		o.byType[t] = new(string)
-		name := strings.TrimPrefix(t.Flag(), "--")
-		short := map[provider.Type]string{provider.BootstrapProviderType: "b", provider.ControlPlaneProviderType: "c", provider.InfrastructureProviderType: "i"}[t]
-		fl.StringVarP(o.byType[t], name, short, "", fmt.Sprintf("%s to generate, as NAME[:VERSION] (default version: latest)", t))
+		fl.StringVarP(o.byType[t], strings.TrimPrefix(t.Flag(), "--"), t.FlagShorthand(), "", fmt.Sprintf("%s to generate, as NAME[:VERSION] (default version: latest)", t))
 	}
-	fl.StringVarP(&o.targetNamespace, "target-namespace", "n", "", "Namespace to put the provider in (default: the one in its components)")
-	fl.BoolVar(&o.describe, "describe", false, "Describe the provider (version, contract, variables, images) instead of printing its components")
-	fl.BoolVar(&o.raw, "raw", false, "Leave variables unsubstituted")
-	fl.StringVar(&o.writeTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
-	fl.BoolVar(&o.pre, "pre", false, "Let 'latest' pick pre-releases")
-	fl.BoolVar(&o.offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
+	fl.StringVarP(&o.TargetNamespace, "target-namespace", "n", "", "Namespace to put the provider in (default: the one in its components)")
+	fl.BoolVar(&o.Describe, "describe", false, "Describe the provider (version, contract, variables, images) instead of printing its components")
+	fl.BoolVar(&o.Raw, "raw", false, "Leave variables unsubstituted")
+	fl.StringVar(&o.WriteTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
+	fl.BoolVar(&o.Pre, "pre", false, "Let 'latest' pick pre-releases")
+	fl.BoolVar(&o.Offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
 	return cmd
 }
 
-func (o *generateProviderOptions) validate() error {
-	var set []provider.Type
-	for _, t := range provider.Types {
-		if *o.byType[t] != "" {
-			set = append(set, t)
-		}
-	}
-	var flags []string
+// complete picks the one provider flag given and parses its reference.
+func (o *GenerateProviderOptions) complete() error {
+	var set, flags []string
 	for _, t := range provider.Types {
 		flags = append(flags, t.Flag())
+		if *o.byType[t] != "" {
+			set = append(set, t.Flag())
+			o.Type = t
+		}
 	}
 	switch len(set) {
 	case 0:
@@ -86,64 +94,72 @@ func (o *generateProviderOptions) validate() error {
 	default:
 		return usageErrorf("only one of %s may be set", strings.Join(flags, ", "))
 	}
-	o.t = set[0]
-	ref, err := provider.ParseReference(*o.byType[o.t], false)
+	ref, err := provider.ParseReference(*o.byType[o.Type], false)
 	if err != nil {
-		return usageErrorf("%s: %v", o.t.Flag(), err)
+		return usageErrorf("%s: %v", o.Type.Flag(), err)
 	}
-	o.ref = ref
-	if o.targetNamespace != "" {
-		if errs := validation.IsDNS1123Label(o.targetNamespace); len(errs) > 0 {
-			return usageErrorf("--target-namespace %q: %s", o.targetNamespace, strings.Join(errs, "; "))
+	o.Ref = ref
+	if o.TargetNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.TargetNamespace); len(errs) > 0 {
+			return usageErrorf("--target-namespace %q: %s", o.TargetNamespace, strings.Join(errs, "; "))
 		}
 	}
 	return nil
 }
 
-func (o *generateProviderOptions) run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, err := f.repositoryClient(ctx, o.offline)
+// runGenerateProvider fetches and processes the components, then describes or prints them.
+func runGenerateProvider(ctx context.Context, o *GenerateProviderOptions) error {
+	c, err := o.Repository(ctx, o.Offline)
 	if err != nil {
 		return err
 	}
-	p, err := c.Provider(o.ref.Name, o.t)
+	p, err := c.Provider(o.Ref.Name, o.Type)
 	if err != nil {
 		return err
 	}
 	comp, err := c.Components(ctx, p, repository.ComponentsOptions{
-		Version:         o.ref.Version,
-		Pre:             o.pre,
-		TargetNamespace: o.targetNamespace,
-		SkipVariables:   o.raw || o.describe,
+		Version:         o.Ref.Version,
+		Pre:             o.Pre,
+		TargetNamespace: o.TargetNamespace,
+		SkipVariables:   o.Raw || o.Describe,
 	})
 	if err != nil {
 		return err
 	}
-	if o.describe {
-		describeComponents(f.IO.Out, comp)
+	if o.Describe {
+		describeComponents(o.IO.Out, comp)
 		return nil
 	}
+	b, err := componentsYAML(comp)
+	if err != nil {
+		return err
+	}
+	if o.WriteTo == "" {
+		_, err = o.IO.Out.Write(b)
+		return err
+	}
+	// Substituted values may hold credentials (e.g. *_B64ENCODED_CREDENTIALS).
+	if err := output.WritePrivateFile(o.WriteTo, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.ErrOut, "Wrote %d objects of %s %s to %s\n", len(comp.Objects), p.ManifestLabel(), comp.Version, o.WriteTo)
+	return nil
+}
+
+// componentsYAML is the components as one multi-document YAML stream.
+func componentsYAML(comp *repository.Components) ([]byte, error) {
 	var buf bytes.Buffer
 	for i, obj := range comp.Objects {
 		b, err := yaml.Marshal(obj.Object)
 		if err != nil {
-			return fmt.Errorf("rendering %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			return nil, fmt.Errorf("rendering %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
 		buf.Write(b)
 	}
-	if o.writeTo != "" {
-		// Substituted values may hold credentials (e.g. *_B64ENCODED_CREDENTIALS).
-		if err := output.WritePrivateFile(o.writeTo, buf.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(f.IO.ErrOut, "Wrote %d objects of %s %s to %s\n", len(comp.Objects), p.ManifestLabel(), comp.Version, o.writeTo)
-		return nil
-	}
-	_, err = f.IO.Out.Write(buf.Bytes())
-	return err
+	return buf.Bytes(), nil
 }
 
 func describeComponents(w io.Writer, c *repository.Components) {

@@ -11,9 +11,9 @@ import (
 	"github.com/capctl/capctl/pkg/kubeconfig"
 )
 
-func init() { registerCommand(newGetCmd) }
+func init() { registerCommand(newCmdGet) }
 
-func newGetCmd(f *factory) *cobra.Command {
+func newCmdGet(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupManagement,
 		Use:     "get",
@@ -21,88 +21,97 @@ func newGetCmd(f *factory) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newGetKubeconfigCmd(f))
+	cmd.AddCommand(newCmdGetKubeconfig(f, nil))
 	return cmd
 }
 
-type getKubeconfigOptions struct {
-	cluster   string
-	namespace string
-	writeTo   string
+// GetKubeconfigOptions is `capctl get kubeconfig` parsed from its flags and argument.
+type GetKubeconfigOptions struct {
+	deps
+	ClusterName string
+	// Namespace of the Cluster; empty: the kubeconfig context's namespace.
+	Namespace string
+	WriteTo   string
 }
 
-func newGetKubeconfigCmd(f *factory) *cobra.Command {
-	o := &getKubeconfigOptions{}
-	cmd := &cobra.Command{
-		Use:   "kubeconfig CLUSTER",
-		Short: "Print the kubeconfig of a workload cluster",
-		Long: strings.TrimSpace(`
+const getKubeconfigLong = `
 Print the kubeconfig of a workload cluster, read from the Secret <cluster>-kubeconfig (key "value")
 that Cluster API writes in the cluster's namespace, or from <cluster>-user-kubeconfig where a
-provider (EKS) writes a separate kubeconfig for users.`),
-		Example: strings.TrimSpace(`
+provider (EKS) writes a separate kubeconfig for users.`
+
+const getKubeconfigExample = `
   # Print the kubeconfig of the workload cluster "capi-quickstart" in the current namespace
   capctl get kubeconfig capi-quickstart
 
   # Write it to a file readable only by you
-  capctl get kubeconfig capi-quickstart -n fleet --write-to capi-quickstart.kubeconfig`),
-		Args: cobra.ExactArgs(1),
+  capctl get kubeconfig capi-quickstart -n fleet --write-to capi-quickstart.kubeconfig`
+
+// newCmdGetKubeconfig builds `capctl get kubeconfig`; runF, when set, replaces running it.
+func newCmdGetKubeconfig(f *factory, runF func(*GetKubeconfigOptions) error) *cobra.Command {
+	o := &GetKubeconfigOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:     "kubeconfig CLUSTER",
+		Short:   "Print the kubeconfig of a workload cluster",
+		Long:    strings.TrimSpace(getKubeconfigLong),
+		Example: strings.TrimSpace(getKubeconfigExample),
+		Args:    cobra.ExactArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return completeClusterNames(cmd.Context(), f, o.namespace), cobra.ShellCompDirectiveNoFileComp
+			return completeClusterNames(cmd.Context(), f, o.Namespace), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.cluster = args[0]
+			o.ClusterName = args[0]
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runGetKubeconfig(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "Namespace of the workload cluster. If unspecified, the kubeconfig context's namespace")
-	cmd.Flags().StringVar(&o.writeTo, "write-to", "", "Write the kubeconfig to this file (mode 0600) instead of printing it")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the workload cluster. If unspecified, the kubeconfig context's namespace")
+	cmd.Flags().StringVar(&o.WriteTo, "write-to", "", "Write the kubeconfig to this file (mode 0600) instead of printing it")
 	return cmd
 }
 
-func (o *getKubeconfigOptions) validate() error {
-	if errs := validation.IsDNS1123Subdomain(o.cluster); len(errs) > 0 {
-		return usageErrorf("invalid cluster name %q: %s", o.cluster, strings.Join(errs, "; "))
+func (o *GetKubeconfigOptions) validate() error {
+	if errs := validation.IsDNS1123Subdomain(o.ClusterName); len(errs) > 0 {
+		return usageErrorf("invalid cluster name %q: %s", o.ClusterName, strings.Join(errs, "; "))
 	}
-	if o.namespace != "" {
-		if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
-			return usageErrorf("invalid namespace %q: %s", o.namespace, strings.Join(errs, "; "))
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
 		}
 	}
 	return nil
 }
 
-func (o *getKubeconfigOptions) run(ctx context.Context, f *factory) error {
-	c, err := f.Cluster(ctx)
+// runGetKubeconfig makes the one kubeconfig.Get call and prints or writes the kubeconfig.
+func runGetKubeconfig(ctx context.Context, o *GetKubeconfigOptions) error {
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	ns := o.namespace
-	if ns == "" {
-		ns = c.Namespace
-	}
-	res, err := kubeconfig.Get(ctx, c, ns, o.cluster)
+	ns := c.NamespaceOr(o.Namespace)
+	res, err := kubeconfig.Get(ctx, c, ns, o.ClusterName)
 	if err != nil {
 		return err
 	}
-	if o.writeTo != "" {
-		if err := kubeconfig.WriteFile(o.writeTo, res.Data); err != nil {
+	if o.WriteTo != "" {
+		if err := kubeconfig.WriteFile(o.WriteTo, res.Data); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.IO.ErrOut, "Wrote the kubeconfig of cluster %s/%s (Secret %s) to %s\n", ns, o.cluster, res.Secret, o.writeTo)
+		fmt.Fprintf(o.IO.ErrOut, "Wrote the kubeconfig of cluster %s/%s (Secret %s) to %s\n", ns, o.ClusterName, res.Secret, o.WriteTo)
 		return nil
 	}
 	data := res.Data
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		data = append(data, '\n')
 	}
-	_, err = f.IO.Out.Write(data)
+	_, err = o.IO.Out.Write(data)
 	return err
 }
 
@@ -115,10 +124,7 @@ func completeClusterNames(ctx context.Context, f *factory, namespace string) []s
 	if err != nil {
 		return nil
 	}
-	if namespace == "" {
-		namespace = c.Namespace
-	}
-	names, err := kubeconfig.ListClusters(ctx, c, namespace)
+	names, err := kubeconfig.ListClusters(ctx, c, c.NamespaceOr(namespace))
 	if err != nil {
 		return nil
 	}

@@ -17,55 +17,55 @@ import (
 	initialize "github.com/capctl/capctl/pkg/init"
 )
 
-func init() { registerCommand(newInitCmd) }
+func init() {
+	registerCommand(func(f *factory) *cobra.Command { return newCmdInit(f, nil) })
+}
 
 // providerFlags are the provider selection flags shared by init and init list-images.
 type providerFlags struct {
-	sel             initialize.Selection
-	targetNamespace string
+	Selection       initialize.Selection
+	TargetNamespace string
 }
 
 func (p *providerFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&p.sel.Core, "core", "", "Core provider version (e.g. cluster-api:v1.14.0) to add to the management cluster. If unspecified on a first init, Cluster API's latest release is used")
-	fl.StringSliceVarP(&p.sel.Bootstrap, "bootstrap", "b", nil, "Bootstrap providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
-	fl.StringSliceVarP(&p.sel.ControlPlane, "control-plane", "c", nil, "Control plane providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
-	fl.StringSliceVarP(&p.sel.Infrastructure, "infrastructure", "i", nil, "Infrastructure providers and versions (e.g. aws:v2.8.1) to add")
-	fl.StringSliceVar(&p.sel.IPAM, "ipam", nil, "IPAM providers and versions (e.g. in-cluster:v1.0.0) to add")
-	fl.StringSliceVar(&p.sel.RuntimeExtension, "runtime-extension", nil, "Runtime extension providers and versions to add")
-	fl.StringSliceVar(&p.sel.Addon, "addon", nil, "Add-on providers and versions (e.g. helm:v0.3.2) to add")
-	fl.StringVarP(&p.targetNamespace, "target-namespace", "n", "", "The namespace where the providers of this run are installed. If unspecified, each provider's default namespace")
+	fl.StringVar(&p.Selection.Core, "core", "", "Core provider version (e.g. cluster-api:v1.14.0) to add to the management cluster. If unspecified on a first init, Cluster API's latest release is used")
+	fl.StringSliceVarP(&p.Selection.Bootstrap, "bootstrap", "b", nil, "Bootstrap providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
+	fl.StringSliceVarP(&p.Selection.ControlPlane, "control-plane", "c", nil, "Control plane providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
+	fl.StringSliceVarP(&p.Selection.Infrastructure, "infrastructure", "i", nil, "Infrastructure providers and versions (e.g. aws:v2.8.1) to add")
+	fl.StringSliceVar(&p.Selection.IPAM, "ipam", nil, "IPAM providers and versions (e.g. in-cluster:v1.0.0) to add")
+	fl.StringSliceVar(&p.Selection.RuntimeExtension, "runtime-extension", nil, "Runtime extension providers and versions to add")
+	fl.StringSliceVar(&p.Selection.Addon, "addon", nil, "Add-on providers and versions (e.g. helm:v0.3.2) to add")
+	fl.StringVarP(&p.TargetNamespace, "target-namespace", "n", "", "The namespace where the providers of this run are installed. If unspecified, each provider's default namespace")
 }
 
 // validate checks the selection without any network or cluster call.
 func (p *providerFlags) validate() error {
-	if _, err := initialize.ParseRequests(p.sel); err != nil {
+	if _, err := initialize.ParseRequests(p.Selection); err != nil {
 		return usageErrorf("%v", err)
 	}
-	if p.targetNamespace != "" {
-		if errs := validation.IsDNS1123Label(p.targetNamespace); len(errs) > 0 {
-			return usageErrorf("--target-namespace %q: %s", p.targetNamespace, strings.Join(errs, "; "))
+	if p.TargetNamespace != "" {
+		if errs := validation.IsDNS1123Label(p.TargetNamespace); len(errs) > 0 {
+			return usageErrorf("--target-namespace %q: %s", p.TargetNamespace, strings.Join(errs, "; "))
 		}
 	}
 	return nil
 }
 
-type initOptions struct {
+// InitOptions is `capctl init` parsed from its flags.
+type InitOptions struct {
+	deps
 	providerFlags
-	waitProviders       bool
-	waitProviderTimeout int
-	validate            bool
-	dryRun              bool
-	output              output.Format
+	WaitProviders       bool
+	WaitProviderTimeout time.Duration
+	Validate            bool
+	DryRun              bool
+	Output              output.Format
+
+	waitSeconds int
 }
 
-func newInitCmd(f *factory) *cobra.Command {
-	o := &initOptions{}
-	cmd := &cobra.Command{
-		GroupID: groupManagement,
-		Use:     "init",
-		Short:   "Initialize a management cluster",
-		Long: strings.TrimSpace(`
+const initLong = `
 Initialize a management cluster: install cert-manager (unless a working one is there) and the
 chosen Cluster API providers, and record them in the provider inventory that clusterctl reads.
 
@@ -78,8 +78,9 @@ an error: use 'capctl upgrade'.
 Everything is applied with server-side apply (field manager "capctl"); CRDs are established before
 objects that need them. Unlike clusterctl, capctl waits by default until the providers work: their
 Deployments are available, their webhook Services have endpoints and cert-manager injected their CA
-(--wait-providers=false skips that). When the wait times out it says why.`),
-		Example: strings.TrimSpace(`
+(--wait-providers=false skips that). When the wait times out it says why.`
+
+const initExample = `
   # Initialize a management cluster with the Docker infrastructure provider (latest releases)
   capctl init --infrastructure docker
 
@@ -90,67 +91,82 @@ Deployments are available, their webhook Services have endpoints and cert-manage
   capctl init --infrastructure aws:v2.8.1
 
   # See what would be applied, checked by the API server, without changing anything
-  capctl init -i docker --dry-run`),
-		Args: cobra.NoArgs,
+  capctl init -i docker --dry-run`
+
+// newCmdInit builds `capctl init`; runF, when set, replaces running it (tests).
+func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
+	o := &InitOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		GroupID: groupManagement,
+		Use:     "init",
+		Short:   "Initialize a management cluster",
+		Long:    strings.TrimSpace(initLong),
+		Example: strings.TrimSpace(initExample),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validateFlags(); err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runInit(cmd.Context(), o)
 		},
 	}
 	o.add(cmd)
 	fl := cmd.Flags()
-	fl.BoolVar(&o.waitProviders, "wait-providers", true, "Wait until the providers work: Deployments available, webhook Services with endpoints, CA injected")
-	fl.IntVar(&o.waitProviderTimeout, "wait-provider-timeout", 300, "Seconds to wait for the providers to work (with --wait-providers)")
-	fl.BoolVar(&o.validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
-	output.AddFormatFlag(cmd, &o.output, "json and yaml print the result")
-	cmd.AddCommand(newInitListImagesCmd(f))
+	fl.BoolVar(&o.WaitProviders, "wait-providers", true, "Wait until the providers work: Deployments available, webhook Services with endpoints, CA injected")
+	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for the providers to work (with --wait-providers)")
+	fl.BoolVar(&o.Validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
+	cmd.AddCommand(newCmdInitListImages(f, nil))
 	return cmd
 }
 
-func (o *initOptions) validateFlags() error {
+// complete checks the flags and fills what derives from them, before any network or cluster call.
+func (o *InitOptions) complete() error {
 	if err := o.providerFlags.validate(); err != nil {
 		return err
 	}
-	if o.waitProviderTimeout <= 0 {
-		return usageErrorf("--wait-provider-timeout must be a positive number of seconds, not %d", o.waitProviderTimeout)
+	if o.waitSeconds <= 0 {
+		return usageErrorf("--wait-provider-timeout must be a positive number of seconds, not %d", o.waitSeconds)
 	}
+	o.WaitProviderTimeout = time.Duration(o.waitSeconds) * time.Second
 	return nil
 }
 
-func (o *initOptions) run(ctx context.Context, f *factory) error {
-	cfg, err := f.Config(ctx)
+// runInit makes the one initialize.Init call and prints its result.
+func runInit(ctx context.Context, o *InitOptions) error {
+	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err
 	}
-	repo, err := f.repositoryClient(ctx, false)
+	repo, err := o.Repository(ctx, false)
 	if err != nil {
 		return err
 	}
-	c, err := f.Cluster(ctx)
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	log := f.Logger()
 	res, err := initialize.Init(ctx, initialize.Clients{Cluster: c, Repo: repo, Config: cfg}, initialize.Options{
-		Selection:           o.sel,
-		TargetNamespace:     o.targetNamespace,
-		WaitProviders:       o.waitProviders,
-		WaitProviderTimeout: time.Duration(o.waitProviderTimeout) * time.Second,
-		Validate:            o.validate,
-		DryRun:              o.dryRun,
-		Log:                 log,
+		Selection:           o.Selection,
+		TargetNamespace:     o.TargetNamespace,
+		WaitProviders:       o.WaitProviders,
+		WaitProviderTimeout: o.WaitProviderTimeout,
+		Validate:            o.Validate,
+		DryRun:              o.DryRun,
+		Log:                 o.Logger(),
 		OnPlan: func(plan []initialize.Planned) {
-			fmt.Fprintln(f.IO.ErrOut, "Resolved providers:")
-			renderInitPlan(f.IO.ErrOut, plan, false)
+			fmt.Fprintln(o.IO.ErrOut, "Resolved providers:")
+			renderInitPlan(o.IO.ErrOut, plan, false)
 		},
 	})
 	if err != nil {
 		return err
 	}
-	return renderInitResult(f.IO.Out, res, o.output)
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return renderInitResult(w, res) })
 }
 
 // renderInitPlan prints one row per provider.
@@ -176,10 +192,8 @@ func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
 	_ = t.Flush()
 }
 
-func renderInitResult(w io.Writer, res *initialize.Result, format output.Format) error {
-	if format.Structured() {
-		return output.WriteStructured(w, format, res)
-	}
+// renderInitResult prints the result for people.
+func renderInitResult(w io.Writer, res *initialize.Result) error {
 	if res.NoOp {
 		names := make([]string, 0, len(res.Providers))
 		for _, p := range res.Providers {
@@ -221,23 +235,28 @@ You can now create your first workload cluster by running the following:
 	return nil
 }
 
-type listImagesOptions struct {
+// ListImagesOptions is `capctl init list-images` parsed from its flags.
+type ListImagesOptions struct {
+	deps
 	providerFlags
-	output output.Format
+	Output output.Format
 }
 
-func newInitListImagesCmd(f *factory) *cobra.Command {
-	o := &listImagesOptions{}
-	cmd := &cobra.Command{
-		Use:   "list-images",
-		Short: "List the container images that init would run",
-		Long: strings.TrimSpace(`
+const listImagesLong = `
 List every container image the chosen providers (and cert-manager, when init would install it)
 run, after the config file's image overrides, one per line. Nothing is installed.
 
 Unlike clusterctl, no management cluster is needed: without a reachable one (or with
 --kubeconfig "" and no kubeconfig file) the list is for a first init and includes cert-manager's
-images, so an image mirror can be filled before the cluster exists.`),
+images, so an image mirror can be filled before the cluster exists.`
+
+// newCmdInitListImages builds `capctl init list-images`; runF, when set, replaces running it.
+func newCmdInitListImages(f *factory, runF func(*ListImagesOptions) error) *cobra.Command {
+	o := &ListImagesOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:   "list-images",
+		Short: "List the container images that init would run",
+		Long:  strings.TrimSpace(listImagesLong),
 		Example: strings.TrimSpace(`
   # Images of a first init with the Docker provider, pinned
   capctl init list-images --core cluster-api:v1.14.0 -b kubeadm:v1.14.0 -c kubeadm:v1.14.0 -i docker:v1.14.0`),
@@ -246,42 +265,45 @@ images, so an image mirror can be filled before the cluster exists.`),
 			if err := o.providerFlags.validate(); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runListImages(cmd.Context(), o)
 		},
 	}
 	o.add(cmd)
-	output.AddFormatFlag(cmd, &o.output, "text prints one image per line")
+	output.AddFormatFlag(cmd, &o.Output, "text prints one image per line")
 	return cmd
 }
 
-func (o *listImagesOptions) run(ctx context.Context, f *factory) error {
-	cfg, err := f.Config(ctx)
+// runListImages makes the one initialize.ListImages call and prints the images.
+func runListImages(ctx context.Context, o *ListImagesOptions) error {
+	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err
 	}
-	repo, err := f.repositoryClient(ctx, false)
+	repo, err := o.Repository(ctx, false)
 	if err != nil {
 		return err
 	}
 	cl := initialize.Clients{Repo: repo, Config: cfg}
-	cl.Cluster, err = optionalCluster(ctx, f)
+	cl.Cluster, err = o.OptionalCluster(ctx)
 	if err != nil {
 		return err
 	}
 	if cl.Cluster == nil {
-		fmt.Fprintln(f.IO.ErrOut, "No management cluster consulted: listing the images of a first init, cert-manager included.")
+		fmt.Fprintln(o.IO.ErrOut, "No management cluster consulted: listing the images of a first init, cert-manager included.")
 	}
-	imgs, err := initialize.ListImages(ctx, cl, initialize.ImagesOptions{Selection: o.sel, TargetNamespace: o.targetNamespace})
+	imgs, err := initialize.ListImages(ctx, cl, initialize.ImagesOptions{Selection: o.Selection, TargetNamespace: o.TargetNamespace})
 	if err != nil {
 		return err
 	}
-	if o.output.Structured() {
-		return output.WriteStructured(f.IO.Out, o.output, imgs)
-	}
-	for _, i := range imgs.Images {
-		fmt.Fprintln(f.IO.Out, i)
-	}
-	return nil
+	return output.Render(o.IO.Out, o.Output, imgs, func(w io.Writer) error {
+		for _, i := range imgs.Images {
+			fmt.Fprintln(w, i)
+		}
+		return nil
+	})
 }
 
 // optionalCluster connects when a management cluster is named (--kubeconfig or

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -12,9 +14,9 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() { registerCommand(newRepositoryCmd) }
+func init() { registerCommand(newCmdRepository) }
 
-func newRepositoryCmd(f *factory) *cobra.Command {
+func newCmdRepository(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,
 		Use:     "repository",
@@ -24,69 +26,79 @@ and clean the cache of downloaded files, ` + cacheLocation() + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newRepositoryMirrorCmd(f), newRepositoryCacheCmd(f))
+	cmd.AddCommand(newCmdRepositoryMirror(f, nil), newRepositoryCacheCmd(f))
 	return cmd
 }
 
-type mirrorOptions struct {
-	to          string
-	certManager bool
-	pre         bool
-	offline     bool
-	output      output.Format
-
-	requests []mirrorRef
+// MirrorOptions is `capctl repository mirror` parsed from its flags and arguments.
+type MirrorOptions struct {
+	deps
+	To          string
+	Providers   []MirrorRef
+	CertManager bool
+	Pre         bool
+	Offline     bool
+	Output      output.Format
 }
 
-type mirrorRef struct {
-	label, name, version string
-	t                    provider.Type
+// MirrorRef is one provider to mirror, named by its label.
+type MirrorRef struct {
+	Label, Name, Version string
+	Type                 provider.Type
 }
 
 // defaultMirror is what `capctl init` installs on a first run.
 var defaultMirror = []string{"cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm"}
 
-func newRepositoryMirrorCmd(f *factory) *cobra.Command {
-	o := &mirrorOptions{}
-	cmd := &cobra.Command{
-		Use:   "mirror --to DIR [PROVIDER-LABEL[:VERSION]...]",
-		Short: "Copy provider versions into a local repository (clusterctl's layout) for air-gapped use",
-		Long: `Copy provider versions into a local repository in clusterctl's layout,
+const mirrorLong = `Copy provider versions into a local repository in clusterctl's layout,
 {DIR}/{provider-label}/{version}/{file}: components, metadata.yaml and, for infrastructure
 providers, cluster templates and cluster classes, plus cert-manager's manifests.
 
 Providers are named by their label (cluster-api, bootstrap-kubeadm, control-plane-kubeadm,
 infrastructure-docker, ipam-in-cluster, ...) with an optional version (default: latest). Without
 providers, the ones 'capctl init' installs by default are mirrored. The command prints a
-clusterctl.yaml fragment (providers: and cert-manager:) that points at the mirror.`,
+clusterctl.yaml fragment (providers: and cert-manager:) that points at the mirror.`
+
+// newCmdRepositoryMirror builds `capctl repository mirror`; runF, when set, replaces running it.
+func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.Command {
+	o := &MirrorOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:   "mirror --to DIR [PROVIDER-LABEL[:VERSION]...]",
+		Short: "Copy provider versions into a local repository (clusterctl's layout) for air-gapped use",
+		Long:  mirrorLong,
 		Example: `  capctl repository mirror --to /srv/capi-mirror infrastructure-docker:v1.14.0 cluster-api:v1.14.0
   capctl repository mirror --to ./mirror >> ~/.config/cluster-api/clusterctl.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(args); err != nil {
+			if err := o.complete(args); err != nil {
 				return err
 			}
-			return o.run(cmd, f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runMirror(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.to, "to", "", "Folder of the local repository to write (created if missing)")
-	fl.BoolVar(&o.certManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
-	fl.BoolVar(&o.pre, "pre", false, "Let 'latest' pick pre-releases")
-	fl.BoolVar(&o.offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
-	output.AddFormatFlag(cmd, &o.output, "text prints a clusterctl.yaml fragment with comments; json and yaml the full result")
+	fl.StringVar(&o.To, "to", "", "Folder of the local repository to write (created if missing)")
+	fl.BoolVar(&o.CertManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
+	fl.BoolVar(&o.Pre, "pre", false, "Let 'latest' pick pre-releases")
+	fl.BoolVar(&o.Offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
+	output.AddFormatFlag(cmd, &o.Output, "text prints a clusterctl.yaml fragment with comments; json and yaml the full result")
 	return cmd
 }
 
-func (o *mirrorOptions) validate(args []string) error {
-	if o.to == "" {
+// complete checks --to and parses the provider labels (default: what a first init installs).
+func (o *MirrorOptions) complete(args []string) error {
+	if o.To == "" {
 		return usageErrorf("--to DIR is required")
 	}
-	if st, err := os.Stat(o.to); err == nil && !st.IsDir() {
-		return usageErrorf("--to %s is a file, not a folder", o.to)
+	if st, err := os.Stat(o.To); err == nil && !st.IsDir() {
+		return usageErrorf("--to %s is a file, not a folder", o.To)
 	}
 	if len(args) == 0 {
 		args = defaultMirror
 	}
+	o.Providers = nil
 	for _, a := range args {
 		label, version, _ := strings.Cut(a, ":")
 		t, name, ok := provider.ParseManifestLabel(label)
@@ -98,45 +110,44 @@ func (o *mirrorOptions) validate(args []string) error {
 				return usageErrorf("invalid provider %q: the version after ':' must look like v1.2.3", a)
 			}
 		}
-		o.requests = append(o.requests, mirrorRef{label: label, name: name, version: version, t: t})
+		o.Providers = append(o.Providers, MirrorRef{Label: label, Name: name, Version: version, Type: t})
 	}
 	return nil
 }
 
-func (o *mirrorOptions) run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, err := f.repositoryClient(ctx, o.offline)
+// runMirror makes the one Mirror call and prints the config fragment (or the result).
+func runMirror(ctx context.Context, o *MirrorOptions) error {
+	c, err := o.Repository(ctx, o.Offline)
 	if err != nil {
 		return err
 	}
 	var reqs []repository.MirrorRequest
-	for _, r := range o.requests {
-		p, err := c.Provider(r.name, r.t)
+	for _, r := range o.Providers {
+		p, err := c.Provider(r.Name, r.Type)
 		if err != nil {
 			return err
 		}
-		reqs = append(reqs, repository.MirrorRequest{Provider: p, Version: r.version})
+		reqs = append(reqs, repository.MirrorRequest{Provider: p, Version: r.Version})
 	}
-	res, err := c.Mirror(ctx, o.to, reqs, repository.MirrorOptions{
-		CertManager: o.certManager,
-		Pre:         o.pre,
-		Progress:    func(what string) { fmt.Fprintf(f.IO.ErrOut, "Mirroring %s\n", what) },
+	progress := output.NewProgress(o.IO)
+	res, err := c.Mirror(ctx, o.To, reqs, repository.MirrorOptions{
+		CertManager: o.CertManager,
+		Pre:         o.Pre,
+		Progress:    func(what string) { progress.Step("Mirroring %s", what) },
 	})
 	if err != nil {
 		return err
 	}
-	out := f.IO.Out
-	if o.output.Structured() {
-		return output.WriteStructured(out, o.output, res)
-	}
-	fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", res.Dir)
-	for _, m := range res.Providers {
-		fmt.Fprintf(out, "#   %s %s %s: %s\n", m.Type, m.Name, m.Version, strings.Join(m.Files, ", "))
-	}
-	if m := res.CertManager; m != nil {
-		fmt.Fprintf(out, "#   cert-manager %s: %s\n", m.Version, strings.Join(m.Files, ", "))
-	}
-	fmt.Fprintln(out, "# Add the following to clusterctl.yaml to use it:")
-	fmt.Fprint(out, res.Config)
-	return nil
+	return output.Render(o.IO.Out, o.Output, res, func(out io.Writer) error {
+		fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", res.Dir)
+		for _, m := range res.Providers {
+			fmt.Fprintf(out, "#   %s %s %s: %s\n", m.Type, m.Name, m.Version, strings.Join(m.Files, ", "))
+		}
+		if m := res.CertManager; m != nil {
+			fmt.Fprintf(out, "#   cert-manager %s: %s\n", m.Version, strings.Join(m.Files, ", "))
+		}
+		fmt.Fprintln(out, "# Add the following to clusterctl.yaml to use it:")
+		_, err := fmt.Fprint(out, res.Config)
+		return err
+	})
 }

@@ -36,7 +36,7 @@ Files are checked before they are cached; a cached file that does not parse is f
 // RepositoryCacheCleanOptions are `capctl repository cache clean`'s inputs.
 type RepositoryCacheCleanOptions struct {
 	// Provider is nil for the whole cache.
-	Provider *mirrorRef
+	Provider *MirrorRef
 	Output   output.Format
 
 	factory *factory
@@ -90,7 +90,7 @@ func (o *RepositoryCacheCleanOptions) complete(args []string) error {
 			return usageErrorf("invalid provider %q: the version after ':' must look like v1.2.3", a)
 		}
 	}
-	o.Provider = &mirrorRef{label: label, name: name, version: version, t: t}
+	o.Provider = &MirrorRef{Label: label, Name: name, Version: version, Type: t}
 	return nil
 }
 
@@ -102,11 +102,11 @@ func (o *RepositoryCacheCleanOptions) run(cmd *cobra.Command) error {
 	var p *repository.Provider
 	version := ""
 	if o.Provider != nil {
-		rp, err := c.Provider(o.Provider.name, o.Provider.t)
+		rp, err := c.Provider(o.Provider.Name, o.Provider.Type)
 		if err != nil {
 			return err
 		}
-		p, version = &rp, o.Provider.version
+		p, version = &rp, o.Provider.Version
 	}
 	res, err := c.CleanCache(p, version)
 	if err != nil {
@@ -119,7 +119,7 @@ func (o *RepositoryCacheCleanOptions) run(cmd *cobra.Command) error {
 		}
 		what := "the cache"
 		if o.Provider != nil {
-			what = o.Provider.label
+			what = o.Provider.Label
 			if version != "" {
 				what += " " + version
 			}

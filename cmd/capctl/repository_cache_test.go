@@ -14,12 +14,12 @@ import (
 func TestRepositoryCacheCleanOptions(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
-		want    *mirrorRef
+		want    *MirrorRef
 		wantErr string
 	}{
 		{args: nil},
-		{args: []string{"infrastructure-docker:v1.14.0"}, want: &mirrorRef{label: "infrastructure-docker", name: "docker", version: "v1.14.0", t: provider.InfrastructureProviderType}},
-		{args: []string{"cluster-api"}, want: &mirrorRef{label: "cluster-api", name: "cluster-api", t: provider.CoreProviderType}},
+		{args: []string{"infrastructure-docker:v1.14.0"}, want: &MirrorRef{Label: "infrastructure-docker", Name: "docker", Version: "v1.14.0", Type: provider.InfrastructureProviderType}},
+		{args: []string{"cluster-api"}, want: &MirrorRef{Label: "cluster-api", Name: "cluster-api", Type: provider.CoreProviderType}},
 		{args: []string{"docker"}, wantErr: "not a provider label"},
 		{args: []string{"cluster-api:latest"}, wantErr: "must look like v1.2.3"},
 		{args: []string{"cluster-api:"}, wantErr: "must look like v1.2.3"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +15,9 @@ import (
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
-func init() { registerCommand(newUpgradeCmd) }
+func init() { registerCommand(newCmdUpgrade) }
 
-func newUpgradeCmd(f *factory) *cobra.Command {
+func newCmdUpgrade(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupManagement,
 		Use:     "upgrade",
@@ -27,21 +28,19 @@ upgrades of its workload clusters.`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newUpgradePlanCmd(f), newUpgradeApplyCmd(f))
+	cmd.AddCommand(newCmdUpgradePlan(f, nil), newCmdUpgradeApply(f, nil))
 	return cmd
 }
 
-type upgradePlanOptions struct {
-	kubernetesVersion string
-	output            output.Format
+// UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
+type UpgradePlanOptions struct {
+	deps
+	// KubernetesVersion, when set, asks for the fleet's Kubernetes plan instead of the providers'.
+	KubernetesVersion string
+	Output            output.Format
 }
 
-func newUpgradePlanCmd(f *factory) *cobra.Command {
-	o := &upgradePlanOptions{}
-	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Show the upgrades available to the providers, or the fleet's Kubernetes upgrade path",
-		Long: strings.TrimSpace(`
+const upgradePlanLong = `
 Show the upgrades available to the providers of the management cluster.
 
 With --kubernetes-version, show instead how every workload cluster gets to that Kubernetes
@@ -49,76 +48,76 @@ version: minor by minor (Kubernetes cannot skip a minor), the control plane befo
 (workers follow at the target, or earlier when they would fall more than 3 minors behind the
 control plane), clusters grouped and ordered by their upgrade wave, the value of the label
 ` + upgrade.WaveLabel + ` (or ` + upgrade.PlainWaveLabel + `), lowest first, clusters without
-the label last. Clusters that cannot be planned are listed with the reason.`),
+the label last. Clusters that cannot be planned are listed with the reason.`
+
+// newCmdUpgradePlan builds `capctl upgrade plan`; runF, when set, replaces running it (tests).
+func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.Command {
+	o := &UpgradePlanOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show the upgrades available to the providers, or the fleet's Kubernetes upgrade path",
+		Long:  strings.TrimSpace(upgradePlanLong),
 		Example: strings.TrimSpace(`
   capctl upgrade plan --kubernetes-version v1.33.2
   capctl upgrade plan --kubernetes-version v1.33.2 -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
+			if o.KubernetesVersion != "" {
+				if _, err := upgrade.ParseKubernetesVersion(o.KubernetesVersion); err != nil {
+					return usageError{err}
+				}
 			}
-			if o.kubernetesVersion == "" {
-				return o.runProviders(cmd, f)
+			if runF != nil {
+				return runF(o)
 			}
-			return o.runFleet(cmd, f)
+			return runUpgradePlan(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
-	output.AddFormatFlag(cmd, &o.output, "json and yaml print the plan")
+	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	return cmd
 }
 
-func (o *upgradePlanOptions) validate() error {
-	if o.kubernetesVersion != "" {
-		if _, err := upgrade.ParseKubernetesVersion(o.kubernetesVersion); err != nil {
-			return usageError{err}
+// runUpgradePlan makes the fleet plan (with --kubernetes-version) or the providers' plan.
+func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
+	if o.KubernetesVersion != "" {
+		c, err := o.Cluster(ctx)
+		if err != nil {
+			return err
 		}
+		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.KubernetesVersion)
+		if err != nil {
+			return err
+		}
+		return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderFleetPlan(w, plan) })
 	}
-	return nil
-}
-
-func (o *upgradePlanOptions) runFleet(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, err := f.Cluster(ctx)
+	cat, err := o.catalog(ctx)
 	if err != nil {
 		return err
 	}
-	plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.kubernetesVersion)
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	return output.Render(f.IO.Out, o.output, plan, func(w io.Writer) error { renderFleetPlan(w, plan); return nil })
+	o.Logger().Info("Checking new release availability...")
+	plan, err := upgrade.Plan(ctx, c, cat)
+	if err != nil {
+		return err
+	}
+	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderProviderPlan(w, plan) })
 }
 
-// upgradeCatalog builds the repository client of the configured providers.
-func upgradeCatalog(cmd *cobra.Command, f *factory) (upgrade.RepositoryCatalog, error) {
-	rc, err := f.repositoryClient(cmd.Context(), false)
+// catalog builds the repository client of the configured providers.
+func (d deps) catalog(ctx context.Context) (upgrade.RepositoryCatalog, error) {
+	rc, err := d.Repository(ctx, false)
 	if err != nil {
 		return upgrade.RepositoryCatalog{}, err
 	}
 	return upgrade.RepositoryCatalog{Client: rc}, nil
 }
 
-func (o *upgradePlanOptions) runProviders(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	cat, err := upgradeCatalog(cmd, f)
-	if err != nil {
-		return err
-	}
-	c, err := f.Cluster(ctx)
-	if err != nil {
-		return err
-	}
-	f.Logger().Info("Checking new release availability...")
-	plan, err := upgrade.Plan(ctx, c, cat)
-	if err != nil {
-		return err
-	}
-	return output.Render(f.IO.Out, o.output, plan, func(w io.Writer) error { renderProviderPlan(w, plan); return nil })
-}
-
-func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
+// renderProviderPlan prints, per contract, a table of the providers' next versions and what to do.
+func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) error {
 	if cm := plan.CertManager; cm != nil {
 		if cm.ShouldUpgrade {
 			fmt.Fprintf(w, "Cert-Manager will be upgraded from %q to %q\n\n", cm.From, cm.To)
@@ -128,17 +127,18 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
 	}
 	fmt.Fprintf(w, "Management group: %s\n", plan.ManagementGroup)
 	for _, cp := range plan.Contracts {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Latest release available for the %s Cluster API contract version:\n\n", cp.Contract)
-		var rows [][]string
+		fmt.Fprintf(w, "\nLatest release available for the %s Cluster API contract version:\n\n", cp.Contract)
+		t := output.NewTable(w, "NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT")
 		for _, p := range cp.Providers {
 			next, contract := p.NextVersion, p.NextContract
 			if next == "" {
 				next, contract = "Already up to date", p.CurrentContract
 			}
-			rows = append(rows, []string{p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract})
+			t.Row(p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract)
 		}
-		writePlainTable(w, []string{"NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT"}, rows)
+		if err := t.Flush(); err != nil {
+			return err
+		}
 		fmt.Fprintln(w)
 		switch {
 		case cp.UpToDate():
@@ -151,86 +151,84 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) {
 			fmt.Fprintf(w, "You can now apply the upgrade by executing the following command:\n\n%s\n", upgrade.ApplyCommand(cp.Contract))
 		}
 	}
+	return nil
 }
 
-func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) {
+// renderFleetPlan prints the clusters wave by wave, then those that cannot be planned.
+func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) error {
 	n := 0
 	for _, wv := range plan.Waves {
 		n += len(wv.Clusters)
 	}
 	if n == 0 && len(plan.Unplannable) == 0 {
 		fmt.Fprintln(w, "There are no workload clusters in the management cluster.")
-		return
+		return nil
 	}
 	fmt.Fprintf(w, "Kubernetes upgrade plan to %s: %d cluster(s) in %d wave(s), %d cannot be planned.\n", plan.KubernetesVersion, n, len(plan.Waves), len(plan.Unplannable))
 	if n > 0 {
 		fmt.Fprintln(w)
-		var rows [][]string
+		t := output.NewTable(w, "WAVE", "CLUSTER", "CLUSTERCLASS", "CONTROL PLANE", "WORKERS", "STEPS")
 		for _, wv := range plan.Waves {
 			for _, c := range wv.Clusters {
-				steps := "Already up to date"
-				if !c.UpToDate {
-					parts := make([]string, 0, len(c.Steps))
-					for _, s := range c.Steps {
-						parts = append(parts, s.String())
-					}
-					steps = strings.Join(parts, " -> ")
-				}
-				class := c.ClusterClass
-				if class == "" {
-					class = "-"
-				}
-				rows = append(rows, []string{wv.Name(), c.Namespace + "/" + c.Name, class, c.ControlPlaneVersion, c.WorkersVersion, steps})
+				t.Row(wv.Name(), c.Namespace+"/"+c.Name, orDash(c.ClusterClass), c.ControlPlaneVersion, c.WorkersVersion, fleetSteps(c))
 			}
 		}
-		writePlainTable(w, []string{"WAVE", "CLUSTER", "CLUSTERCLASS", "CONTROL PLANE", "WORKERS", "STEPS"}, rows)
+		if err := t.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(plan.Unplannable) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Clusters that cannot be planned:")
-		fmt.Fprintln(w)
-		var rows [][]string
+		fmt.Fprint(w, "\nClusters that cannot be planned:\n\n")
+		t := output.NewTable(w, "WAVE", "CLUSTER", "VERSION", "REASON")
 		for _, u := range plan.Unplannable {
-			wave, v := u.Wave, u.Version
-			if wave == "" {
-				wave = "-"
-			}
-			if v == "" {
-				v = "-"
-			}
-			rows = append(rows, []string{wave, u.Namespace + "/" + u.Name, v, u.Reason})
+			t.Row(orDash(u.Wave), u.Namespace+"/"+u.Name, orDash(u.Version), u.Reason)
 		}
-		writePlainTable(w, []string{"WAVE", "CLUSTER", "VERSION", "REASON"}, rows)
+		if err := t.Flush(); err != nil {
+			return err
+		}
 	}
 	if n > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Versions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", upgrade.MaxKubeletSkew)
+		fmt.Fprintf(w, "\nVersions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", upgrade.MaxKubeletSkew)
 	}
+	return nil
 }
 
-type upgradeApplyOptions struct {
-	contract          string
-	core              string
-	bootstrap         []string
-	controlPlane      []string
-	infrastructure    []string
-	ipam              []string
-	runtimeExtension  []string
-	addon             []string
-	waitProviders     bool
-	waitTimeoutSecond int
-	dryRun            bool
-	output            output.Format
-
-	req upgrade.Request
+// fleetSteps is a cluster's upgrade path as "v1.31.x -> v1.32.x".
+func fleetSteps(c upgrade.ClusterUpgrade) string {
+	if c.UpToDate {
+		return "Already up to date"
+	}
+	parts := make([]string, 0, len(c.Steps))
+	for _, s := range c.Steps {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, " -> ")
 }
 
-func newUpgradeApplyCmd(f *factory) *cobra.Command {
-	o := &upgradeApplyOptions{}
-	cmd := &cobra.Command{
-		Use:   "apply",
-		Short: "Upgrade the providers of the management cluster",
-		Long: strings.TrimSpace(`
+// orDash shows an empty cell as "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// UpgradeApplyOptions is `capctl upgrade apply` parsed from its flags: Request is the one
+// upgrade request.
+type UpgradeApplyOptions struct {
+	deps
+	Request       upgrade.Request
+	WaitProviders bool
+	WaitTimeout   time.Duration
+	DryRun        bool
+	Output        output.Format
+
+	core        string
+	refs        map[provider.Type]*[]string
+	waitSeconds int
+}
+
+const upgradeApplyLong = `
 Upgrade the providers of the management cluster: to the latest releases of a contract
 (--contract v1beta2, as "capctl upgrade plan" shows), or to the versions given per provider.
 
@@ -242,107 +240,120 @@ with. Then the old controllers are scaled to zero, and per provider the old comp
 place) and the inventory updated.
 
 Container args and env that were changed on the running controllers and that the new components
-do not carry are listed as warnings: the upgrade drops them, re-apply them afterwards.`),
+do not carry are listed as warnings: the upgrade drops them, re-apply them afterwards.`
+
+// newCmdUpgradeApply builds `capctl upgrade apply`; runF, when set, replaces running it (tests).
+func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobra.Command {
+	o := &UpgradeApplyOptions{deps: f.deps(), refs: map[provider.Type]*[]string{}}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Upgrade the providers of the management cluster",
+		Long:  strings.TrimSpace(upgradeApplyLong),
 		Example: strings.TrimSpace(`
   capctl upgrade apply --contract v1beta2
   capctl upgrade apply --core capi-system/cluster-api:v1.14.0 -i capd-system/docker:v1.14.0
   capctl upgrade apply --contract v1beta2 --dry-run`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
-			return o.run(cmd, f)
+			if runF != nil {
+				return runF(o)
+			}
+			return runUpgradeApply(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.contract, "contract", "", "Upgrade every provider to the latest release of this contract (only v1beta2)")
+	fl.StringVar(&o.Request.Contract, "contract", "", "Upgrade every provider to the latest release of this contract (only v1beta2)")
 	fl.StringVar(&o.core, "core", "", "Core provider to upgrade, as [namespace/]cluster-api:version")
-	fl.StringSliceVarP(&o.bootstrap, "bootstrap", "b", nil, "Bootstrap providers to upgrade, as [namespace/]name:version")
-	fl.StringSliceVarP(&o.controlPlane, "control-plane", "c", nil, "Control plane providers to upgrade, as [namespace/]name:version")
-	fl.StringSliceVarP(&o.infrastructure, "infrastructure", "i", nil, "Infrastructure providers to upgrade, as [namespace/]name:version")
-	fl.StringSliceVar(&o.ipam, "ipam", nil, "IPAM providers to upgrade, as [namespace/]name:version")
-	fl.StringSliceVar(&o.runtimeExtension, "runtime-extension", nil, "Runtime extension providers to upgrade, as [namespace/]name:version")
-	fl.StringSliceVar(&o.addon, "addon", nil, "Add-on providers to upgrade, as [namespace/]name:version")
-	fl.BoolVar(&o.waitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
-	fl.IntVar(&o.waitTimeoutSecond, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
-	output.AddFormatFlag(cmd, &o.output, "json and yaml print the result")
+	for _, t := range provider.Types[1:] {
+		o.refs[t] = new([]string)
+		fl.StringSliceVarP(o.refs[t], strings.TrimPrefix(t.Flag(), "--"), t.FlagShorthand(), nil, fmt.Sprintf("%s to upgrade, as [namespace/]name:version", t))
+	}
+	fl.BoolVar(&o.WaitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
+	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	return cmd
 }
 
-func (o *upgradeApplyOptions) validate() error {
-	if o.waitTimeoutSecond <= 0 {
+// complete builds the upgrade request from the flags and checks it, before any cluster call.
+func (o *UpgradeApplyOptions) complete() error {
+	if o.waitSeconds <= 0 {
 		return usageErrorf("--wait-provider-timeout must be a positive number of seconds")
 	}
-	type group struct {
-		t    provider.Type
-		vals []string
-	}
-	groups := []group{
-		{provider.BootstrapProviderType, o.bootstrap}, {provider.ControlPlaneProviderType, o.controlPlane},
-		{provider.InfrastructureProviderType, o.infrastructure}, {provider.IPAMProviderType, o.ipam},
-		{provider.RuntimeExtensionProviderType, o.runtimeExtension}, {provider.AddonProviderType, o.addon},
-	}
-	if o.core != "" {
-		groups = append([]group{{provider.CoreProviderType, []string{o.core}}}, groups...)
-	}
-	o.req = upgrade.Request{Contract: o.contract}
-	for _, g := range groups {
-		for _, v := range g.vals {
-			ref, err := provider.ParseReference(v, true)
+	o.WaitTimeout = time.Duration(o.waitSeconds) * time.Second
+	o.Request.Providers = nil
+	for _, t := range provider.Types {
+		vals := []string{o.core}
+		if t != provider.CoreProviderType {
+			vals = *o.refs[t]
+		}
+		for _, v := range vals {
+			if v == "" {
+				continue
+			}
+			ref, err := parseUpgradeRef(t, v)
 			if err != nil {
-				return usageErrorf("%s: %v", g.t.Flag(), err)
+				return err
 			}
-			if ref.Version == "" || ref.Version == "latest" {
-				return usageErrorf("%s %s: give the version to upgrade to, as [namespace/]name:version", g.t.Flag(), v)
-			}
-			if g.t == provider.CoreProviderType && ref.Name != provider.CoreProviderName {
-				return usageErrorf("--core %s: the core provider is %s", v, provider.CoreProviderName)
-			}
-			o.req.Providers = append(o.req.Providers, upgrade.Requested{Type: g.t, Ref: ref})
+			o.Request.Providers = append(o.Request.Providers, upgrade.Requested{Type: t, Ref: ref})
 		}
 	}
 	flags := "--core, -b/--bootstrap, -c/--control-plane, -i/--infrastructure, --ipam, --runtime-extension, --addon"
-	switch {
-	case o.contract == "" && len(o.req.Providers) == 0:
+	switch contract := o.Request.Contract; {
+	case contract == "" && len(o.Request.Providers) == 0:
 		return usageErrorf("either --contract or at least one of %s is required", flags)
-	case o.contract != "" && len(o.req.Providers) > 0:
+	case contract != "" && len(o.Request.Providers) > 0:
 		return usageErrorf("--contract cannot be combined with %s", flags)
-	case o.contract != "" && o.contract != upgrade.CurrentContract:
-		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", upgrade.CurrentContract, o.contract)
+	case contract != "" && contract != upgrade.CurrentContract:
+		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", upgrade.CurrentContract, contract)
 	}
 	return nil
 }
 
-func (o *upgradeApplyOptions) run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	cat, err := upgradeCatalog(cmd, f)
+// parseUpgradeRef parses one [namespace/]name:version of a provider flag.
+func parseUpgradeRef(t provider.Type, v string) (provider.Reference, error) {
+	ref, err := provider.ParseReference(v, true)
+	if err != nil {
+		return ref, usageErrorf("%s: %v", t.Flag(), err)
+	}
+	if ref.Version == "" || ref.Version == "latest" {
+		return ref, usageErrorf("%s %s: give the version to upgrade to, as [namespace/]name:version", t.Flag(), v)
+	}
+	if t == provider.CoreProviderType && ref.Name != provider.CoreProviderName {
+		return ref, usageErrorf("--core %s: the core provider is %s", v, provider.CoreProviderName)
+	}
+	return ref, nil
+}
+
+// runUpgradeApply makes the one upgrade.Apply call and prints its result.
+func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
+	cat, err := o.catalog(ctx)
 	if err != nil {
 		return err
 	}
-	c, err := f.Cluster(ctx)
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	log := f.Logger()
-	res, err := upgrade.Apply(ctx, c, cat, o.req, upgrade.ApplyOptions{
-		DryRun: o.dryRun, WaitProviders: o.waitProviders,
-		WaitTimeout: time.Duration(o.waitTimeoutSecond) * time.Second, Log: log,
+	res, err := upgrade.Apply(ctx, c, cat, o.Request, upgrade.ApplyOptions{
+		DryRun: o.DryRun, WaitProviders: o.WaitProviders, WaitTimeout: o.WaitTimeout, Log: o.Logger(),
 	})
 	if errors.Is(err, upgrade.ErrNothingToUpgrade) {
-		fmt.Fprintln(f.IO.Out, "Nothing to upgrade: you are already up to date!")
+		fmt.Fprintln(o.IO.Out, "Nothing to upgrade: you are already up to date!")
 		return nil
 	}
 	if res != nil {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(f.IO.ErrOut, "Warning: the upgrade drops a change made on the running controller, re-apply it afterwards: %s\n", w)
+			fmt.Fprintf(o.IO.ErrOut, "Warning: the upgrade drops a change made on the running controller, re-apply it afterwards: %s\n", w)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	return output.Render(f.IO.Out, o.output, res, func(w io.Writer) error { renderApplyResult(w, res); return nil })
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { renderApplyResult(w, res); return nil })
 }
 
 func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {

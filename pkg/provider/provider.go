@@ -75,6 +75,19 @@ func (t Type) ComponentsFile() string { return typeInfos[t].file }
 // Flag is the command-line flag that names providers of this type.
 func (t Type) Flag() string { return typeInfos[t].flag }
 
+// FlagShorthand is the one-letter form of Flag, as clusterctl has it (-b, -c, -i), or "".
+func (t Type) FlagShorthand() string {
+	switch t {
+	case BootstrapProviderType:
+		return "b"
+	case ControlPlaneProviderType:
+		return "c"
+	case InfrastructureProviderType:
+		return "i"
+	}
+	return ""
+}
+
 // ManifestLabel is the value of the `cluster.x-k8s.io/provider` label for a provider, which is also
 // the name of its inventory object and of its folder in a local repository (`infrastructure-aws`).
 func ManifestLabel(name string, t Type) string {
