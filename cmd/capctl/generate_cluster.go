@@ -298,7 +298,7 @@ func (o *generateClusterOptions) run(ctx context.Context, f *factory) error {
 		Lookup:          o.vars.lookup(builtins, cfg),
 		ListOnly:        o.listVariables,
 		Fetch: templates.FetchOptions{
-			Stdin: f.IO.In, GitHubToken: cfg.GitHubToken(), RawGitHubURL: os.Getenv(envGitHubRawURL),
+			Stdin: f.IO.In, GitHubToken: cfg.GitHubToken(), RawGitHubURL: os.Getenv(envGitHubRawURL), Log: f.Logger(),
 		},
 	}
 	// The management cluster: required for a ConfigMap source and for defaulting the

@@ -62,7 +62,7 @@ func (o *generateYAMLOptions) run(ctx context.Context, f *factory) error {
 		return err
 	}
 	b, name, err := templates.Fetch(ctx, o.from, templates.FetchOptions{
-		Stdin: f.IO.In, GitHubToken: cfg.GitHubToken(), RawGitHubURL: os.Getenv(envGitHubRawURL),
+		Stdin: f.IO.In, GitHubToken: cfg.GitHubToken(), RawGitHubURL: os.Getenv(envGitHubRawURL), Log: f.Logger(),
 	})
 	if err != nil {
 		return err

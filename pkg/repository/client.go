@@ -180,7 +180,7 @@ func (c *Client) source(p Provider) (source, *location, error) {
 		}
 		s = &localSource{basePath: loc.basePath, label: loc.label}
 	case "github":
-		gh, err := c.githubClient(loc.host)
+		gh, tokenUsable, err := c.githubClient(loc.host)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -188,37 +188,41 @@ func (c *Client) source(p Provider) (source, *location, error) {
 		if dl == "" {
 			dl = "https://" + loc.host
 		}
-		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: c.token != "",
+		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: tokenUsable,
 			goproxy: c.opts.GoProxy, log: func(msg string, kv ...any) { c.log.V(1).Info(msg, kv...) }}
 	case "gitlab":
-		s = &gitlabSource{http: c.http, scheme: loc.scheme, host: loc.host, project: loc.owner, pkg: loc.repo, version: loc.version, token: c.gitlabToken}
+		s = &gitlabSource{http: WithCredential(c.http, "GITLAB_ACCESS_TOKEN", "Authorization", bearer(c.gitlabToken), []string{loc.host}, c.warn),
+			scheme: loc.scheme, host: loc.host, project: loc.owner, pkg: loc.repo, version: loc.version}
 	}
 	c.sources[p.URL] = s
 	return s, loc, nil
 }
 
-func (c *Client) githubClient(host string) (*github.Client, error) {
-	gh := github.NewClient(c.http)
-	if c.token != "" {
-		gh = gh.WithAuthToken(c.token)
-	}
+// githubClient is the API client for a GitHub host. The token goes only to the API's own host
+// over HTTPS (WithCredential); usable says whether it goes at all.
+func (c *Client) githubClient(host string) (gh *github.Client, usable bool, err error) {
 	api := c.opts.GitHubAPIURL
 	if api == "" && host != "github.com" {
 		api = "https://" + host + "/api/v3/"
 	}
-	if api != "" {
-		if !strings.HasSuffix(api, "/") {
-			api += "/"
-		}
-		u, err := url.Parse(api)
-		if err != nil {
-			return nil, fmt.Errorf("GitHub API URL %q: %w", api, err)
-		}
-		gh.BaseURL = u
-		gh.UploadURL = u
+	if api == "" {
+		api = DefaultGitHubAPIURL
 	}
-	return gh, nil
+	if !strings.HasSuffix(api, "/") {
+		api += "/"
+	}
+	u, err := url.Parse(api)
+	if err != nil {
+		return nil, false, fmt.Errorf("GitHub API URL %q: %w", api, err)
+	}
+	gh = github.NewClient(WithCredential(c.http, "GITHUB_TOKEN", "Authorization", bearer(c.token), []string{u.Host}, c.warn))
+	gh.BaseURL = u
+	gh.UploadURL = u
+	return gh, c.token != "" && CredentialRefusal(u, u.Host) == "", nil
 }
+
+// warn prints a one-line warning on stderr (verbosity 0).
+func (c *Client) warn(msg string) { c.log.Info("Warning: " + msg) }
 
 // offlineError says a network fetch was needed in offline mode.
 func offlineError(what string) error {

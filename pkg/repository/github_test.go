@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -50,6 +52,15 @@ func (f *fakeGitHub) total() int64 { return f.api.Load() + f.downloads.Load() + 
 func newFakeGitHub(t testing.TB) *fakeGitHub {
 	f := &fakeGitHub{t: t, releases: map[string][]fakeRelease{}, files: map[string]string{}, proxyTags: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// newFakeGitHubTLS is newFakeGitHub over HTTPS (options() then trusts its certificate), for
+// tests where a token must be sent: capctl never sends one over plain HTTP.
+func newFakeGitHubTLS(t testing.TB) *fakeGitHub {
+	f := &fakeGitHub{t: t, releases: map[string][]fakeRelease{}, files: map[string]string{}, proxyTags: map[string]string{}}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -229,7 +240,12 @@ func (f *fakeGitHub) serveAPI(w http.ResponseWriter, r *http.Request, segs []str
 }
 
 func (f *fakeGitHub) options(cacheDir string) Options {
+	var hc *http.Client
+	if f.srv.TLS != nil {
+		hc = f.srv.Client()
+	}
 	return Options{
+		HTTPClient:        hc,
 		GitHubAPIURL:      f.srv.URL + "/api/",
 		GitHubDownloadURL: f.srv.URL + "/dl",
 		CacheDir:          cacheDir,
@@ -239,7 +255,7 @@ func (f *fakeGitHub) options(cacheDir string) Options {
 }
 
 func TestGitHubLatestPinsCacheAndZeroRequestReruns(t *testing.T) {
-	gh := newFakeGitHub(t)
+	gh := newFakeGitHubTLS(t)
 	gh.addFixtureCAPI(fixtureRepo(t))
 	cfg := loadConfig(t, "", map[string]string{"GITHUB_TOKEN": "ghp_test_token"})
 	cacheDir := filepath.Join(t.TempDir(), "cache")
@@ -304,10 +320,9 @@ func TestGitHubLatestPinsCacheAndZeroRequestReruns(t *testing.T) {
 	}
 
 	// After the TTL the list is fetched again (one call).
-	c3 := newTestClient(t, cfg, Options{
-		GitHubAPIURL: gh.srv.URL + "/api/", GitHubDownloadURL: gh.srv.URL + "/dl", CacheDir: cacheDir, GoProxy: "off",
-		Now: func() time.Time { return time.Now().Add(time.Hour) },
-	})
+	o3 := gh.options(cacheDir)
+	o3.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	c3 := newTestClient(t, cfg, o3)
 	apiBefore := gh.api.Load()
 	if r, err := c3.Resolve(ctx, core, "latest", ResolveOptions{}); err != nil || r.Version != "v1.14.0" {
 		t.Fatalf("latest after TTL: %+v %v", r, err)
@@ -329,6 +344,40 @@ func TestGitHubLatestPinsCacheAndZeroRequestReruns(t *testing.T) {
 	}
 	if d := gh.total() - before; d != 0 {
 		t.Errorf("offline made %d requests", d)
+	}
+}
+
+// TestGitHubTokenNeverOverPlainHTTP: with the API pointed at an http:// address the token stays
+// home, and stderr says why the calls are unauthenticated (without the token).
+func TestGitHubTokenNeverOverPlainHTTP(t *testing.T) {
+	gh := newFakeGitHub(t)
+	gh.addFixtureCAPI(fixtureRepo(t))
+	var logs bytes.Buffer
+	opts := gh.options("-")
+	opts.Logger = logging.New(&logs, 0)
+	c := newTestClient(t, loadConfig(t, "", map[string]string{"GITHUB_TOKEN": "ghp_test_token"}), opts)
+	core, _ := c.Provider("cluster-api", provider.CoreProviderType)
+	if _, err := c.Versions(context.Background(), core); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetFile(context.Background(), core, "v1.14.0", "no-such-file.yaml"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing file: %v", err)
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.authHeaders) == 0 {
+		t.Fatal("no API call was made")
+	}
+	for _, h := range append(gh.authHeaders, gh.downloadAuth...) {
+		if h != "" {
+			t.Errorf("a credential went over plain HTTP: %q", h)
+		}
+	}
+	if !strings.Contains(logs.String(), "GITHUB_TOKEN") || !strings.Contains(logs.String(), "not HTTPS") || strings.Contains(logs.String(), "ghp_test_token") {
+		t.Errorf("stderr does not say why (or shows the token):\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "GITHUB_TOKEN"); n != 1 {
+		t.Errorf("the reason was printed %d times, want once", n)
 	}
 }
 
@@ -441,7 +490,7 @@ func TestNetworkFailureNamesWhatWasFetched(t *testing.T) {
 }
 
 func TestGitHubPaginationAndPrivateAssetFallback(t *testing.T) {
-	gh := newFakeGitHub(t)
+	gh := newFakeGitHubTLS(t) // the token is used, so HTTPS
 	var rels []fakeRelease
 	for i := 150; i >= 1; i-- {
 		rels = append(rels, fakeRelease{Tag: fmt.Sprintf("v0.%d.0", i), Assets: []string{"metadata.yaml"}})

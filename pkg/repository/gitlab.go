@@ -17,13 +17,12 @@ import (
 // and other versions must be named in the URL. GITLAB_ACCESS_TOKEN (env or the config's
 // gitlab-access-token) is sent as a Bearer token.
 type gitlabSource struct {
-	http    *http.Client
+	http    *http.Client // adds GITLAB_ACCESS_TOKEN, over HTTPS to this host only
 	scheme  string
 	host    string
 	project string // as in the URL (an id or a %2F-escaped path)
 	pkg     string
 	version string
-	token   string
 }
 
 func (g *gitlabSource) String() string {
@@ -54,9 +53,6 @@ func (g *gitlabSource) getFile(ctx context.Context, version, file string) ([]byt
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
-	}
-	if g.token != "" {
-		req.Header.Set("Authorization", "Bearer "+g.token)
 	}
 	resp, err := g.http.Do(req)
 	if err != nil {

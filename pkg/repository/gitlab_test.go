@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -19,7 +21,7 @@ func TestGitLabPackageRepository(t *testing.T) {
 	repo := fixtureRepo(t)
 	var requests atomic.Int64
 	var auth atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		auth.Store(r.Header.Get("Authorization"))
 		const prefix = "/api/v4/projects/acme%2Finfra/packages/generic/capd/"
@@ -38,13 +40,17 @@ func TestGitLabPackageRepository(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+	// Every host is the test server, whose certificate is for example.com.
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig.ServerName = "example.com"
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
-	}}}
+	}
+	hc := &http.Client{Transport: tr}
 	cfg := loadConfig(t, `providers:
 - name: docker
   type: InfrastructureProvider
-  url: http://gitlab.example.test/api/v4/projects/acme%2Finfra/packages/generic/capd/v1.14.0/infrastructure-components.yaml
+  url: https://gitlab.example.test/api/v4/projects/acme%2Finfra/packages/generic/capd/v1.14.0/infrastructure-components.yaml
 `, map[string]string{"GITLAB_ACCESS_TOKEN": "glpat-secret"})
 	opts := Options{HTTPClient: hc, GoProxy: "off"}
 	c := newTestClient(t, cfg, opts)
@@ -77,6 +83,30 @@ func TestGitLabPackageRepository(t *testing.T) {
 	c2 := newTestClient(t, cfg, opts)
 	if _, err := c2.Components(ctx, p, ComponentsOptions{}); err != nil || requests.Load() != before {
 		t.Errorf("cached rerun: %v, %d requests", err, requests.Load()-before)
+	}
+	// A plain-HTTP GitLab URL gets no token (and stderr says why).
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		http.NotFound(w, r)
+	}))
+	defer plain.Close()
+	cfg = loadConfig(t, "providers:\n- name: docker\n  type: InfrastructureProvider\n  url: http://gitlab.example.test/api/v4/projects/acme%2Finfra/packages/generic/capd/v1.14.0/infrastructure-components.yaml\n",
+		map[string]string{"GITLAB_ACCESS_TOKEN": "glpat-secret"})
+	var logs bytes.Buffer
+	plainClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, plain.Listener.Addr().String())
+	}}}
+	c = newTestClient(t, cfg, Options{HTTPClient: plainClient, GoProxy: "off", Logger: logging.New(&logs, 0)})
+	p, _ = c.Provider("docker", provider.InfrastructureProviderType)
+	auth.Store("none yet")
+	if _, err := c.Resolve(ctx, p, "", ResolveOptions{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("plain HTTP GitLab: %v", err)
+	}
+	if got := auth.Load(); got != "" {
+		t.Errorf("GITLAB_ACCESS_TOKEN went over plain HTTP: %q", got)
+	}
+	if !strings.Contains(logs.String(), "GITLAB_ACCESS_TOKEN is not sent") || strings.Contains(logs.String(), "glpat-secret") {
+		t.Errorf("stderr: %s", logs.String())
 	}
 	for _, bad := range []string{
 		"https://gitlab.example.test/api/v4/projects/x/packages/generic/p/v1/extra/f.yaml",

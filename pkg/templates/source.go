@@ -10,6 +10,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/repository"
 )
 
 // MaxTemplateSize bounds what a --from source may return (a template is text; 64 MiB is plenty).
@@ -22,10 +25,13 @@ type FetchOptions struct {
 	// Stdin is read for "-".
 	Stdin io.Reader
 	// GitHubToken, when set, is sent to github.com and raw.githubusercontent.com (private
-	// repositories); never to other hosts.
+	// repositories), or to the RawGitHubURL host for blob pages; only over HTTPS
+	// (repository.WithCredential), never to other hosts.
 	GitHubToken string
 	// RawGitHubURL replaces https://raw.githubusercontent.com (tests, GitHub Enterprise).
 	RawGitHubURL string
+	// Log receives the warning when the token is withheld (plain HTTP). Nil discards.
+	Log *logging.Logger
 }
 
 // Fetch reads a template given as --from: "-" (stdin), a local path or file:// URL, an http(s)
@@ -51,13 +57,21 @@ func Fetch(ctx context.Context, from string, opts FetchOptions) ([]byte, string,
 			return nil, "", fmt.Errorf("--from %s: not a valid URL: %w", from, err)
 		}
 		if raw, ok := GitHubRawURL(u, opts.RawGitHubURL); ok {
-			b, err := download(ctx, opts, raw, true)
+			ru, err := url.Parse(raw)
+			if err != nil {
+				return nil, "", fmt.Errorf("--from %s: the raw URL %s is not valid: %w", from, raw, err)
+			}
+			b, err := download(ctx, opts, raw, []string{ru.Host})
 			if err != nil {
 				return nil, "", fmt.Errorf("fetching %s (as %s): %w", from, raw, err)
 			}
 			return b, from, nil
 		}
-		b, err := download(ctx, opts, u.String(), isGitHubHost(u.Host))
+		var tokenHosts []string
+		if isGitHubHost(u.Host) {
+			tokenHosts = []string{"github.com", "raw.githubusercontent.com"}
+		}
+		b, err := download(ctx, opts, u.String(), tokenHosts)
 		if err != nil {
 			return nil, "", fmt.Errorf("fetching %s: %w", from, err)
 		}
@@ -110,17 +124,22 @@ func GitHubRawURL(u *url.URL, rawBase string) (string, bool) {
 	return strings.TrimRight(rawBase, "/") + "/" + strings.Join([]string{parts[0], parts[1], parts[3], parts[4]}, "/"), true
 }
 
-func download(ctx context.Context, opts FetchOptions, rawURL string, github bool) ([]byte, error) {
+// download GETs rawURL; the GitHub token goes along only to tokenHosts, over HTTPS.
+func download(ctx context.Context, opts FetchOptions, rawURL string, tokenHosts []string) ([]byte, error) {
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
+	if len(tokenHosts) > 0 && opts.GitHubToken != "" {
+		log := opts.Log
+		if log == nil {
+			log = logging.Discard()
+		}
+		hc = repository.WithCredential(hc, "GITHUB_TOKEN", "Authorization", "token "+opts.GitHubToken, tokenHosts, func(msg string) { log.Info("Warning: " + msg) })
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
-	}
-	if github && opts.GitHubToken != "" {
-		req.Header.Set("Authorization", "token "+opts.GitHubToken)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
