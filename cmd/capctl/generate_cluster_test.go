@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/templates"
@@ -207,7 +208,7 @@ func TestGenerateClusterFromSources(t *testing.T) {
 		w.Write([]byte(tmpl))
 	}))
 	defer srv.Close()
-	t.Setenv(envGitHubRawURL, srv.URL)
+	t.Setenv(config.GitHubRawURLKey, srv.URL)
 
 	want := "apiVersion: v1\ndata:\n  extra: none\n  workers: \"0\"\nkind: ConfigMap\nmetadata:\n  name: c1-cm\n  namespace: default\n"
 	// stdin

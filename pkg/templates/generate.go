@@ -14,7 +14,6 @@ import (
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
-	"github.com/capctl/capctl/pkg/variables"
 )
 
 // Built-in variables that `generate cluster` sets from its argument and flags.
@@ -47,24 +46,13 @@ type Source struct {
 	Flavor         string
 }
 
-// ClusterRequest is `generate cluster`.
-type ClusterRequest struct {
-	Source          Source
-	TargetNamespace string
-	// Lookup gives variable values, built-ins included (the caller layers flags, values file,
-	// environment and config).
-	Lookup   variables.Lookup
-	ListOnly bool
-	Fetch    FetchOptions
-	// Repository is needed for the provider-repository source.
-	Repository *repository.Client
-	// Cluster is the management cluster, or nil when none is reachable.
-	Cluster client.Client
-}
-
 // ClusterResult is what GenerateCluster produced.
 type ClusterResult struct {
 	*Result
+	// Resolved are the values the request resolved to.
+	Resolved *Resolved
+	// Listing is set with ListVariables: the variables with the values generation would use.
+	Listing *VariableListing
 	// TemplateName is the file or URL the template came from.
 	TemplateName string
 	// Provider and Version are set for the provider-repository source.
@@ -107,70 +95,137 @@ func (e *FlavorNotFoundError) Error() string {
 	return msg + "; available flavors: " + strings.Join(names, ", ")
 }
 
-// GenerateCluster fetches the template from its source, includes the ClusterClasses it needs
-// (provider-repository source only, as clusterctl does) and renders it.
+// GenerateCluster resolves the request, fetches the template from its source, includes the
+// ClusterClasses it needs (provider-repository source only, as clusterctl does) and renders it;
+// with ListVariables it lists the variables instead, with the values generation would use.
 func GenerateCluster(ctx context.Context, req ClusterRequest) (*ClusterResult, error) {
-	src := req.Source
-	in := Input{TargetNamespace: req.TargetNamespace, Lookup: req.Lookup, ListOnly: req.ListOnly}
-	if req.Cluster != nil {
-		in.Cluster = req.Cluster
+	p, err := req.prepare(ctx)
+	if err != nil {
+		return nil, err
 	}
-	out := &ClusterResult{}
-	switch {
-	case src.From != "":
-		b, name, err := Fetch(ctx, src.From, req.Fetch)
-		if err != nil {
-			return nil, err
-		}
-		in.Template, in.Name = b, name
-	case src.ConfigMap != "":
-		if req.Cluster == nil {
-			return nil, errors.New("--from-config-map needs a reachable management cluster")
-		}
-		b, name, err := FromConfigMap(ctx, req.Cluster, src.ConfigMapNamespace, src.ConfigMap, src.ConfigMapKey)
-		if err != nil {
-			return nil, err
-		}
-		in.Template, in.Name = b, name
-	default:
-		if req.Repository == nil {
-			return nil, errors.New("no provider repository client")
-		}
-		rel, err := resolveInfrastructure(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		p, version := rel.Provider, rel.Version
-		file := TemplateFile(src.Flavor)
-		b, err := req.Repository.GetFile(ctx, p, version, file)
-		if err != nil {
-			if errors.Is(err, repository.ErrNotFound) {
-				e := &FlavorNotFoundError{Provider: p.Name, Version: version, Flavor: src.Flavor, File: file}
-				if files, lerr := req.Repository.ListFiles(ctx, p, version); lerr == nil {
-					e.Available, e.Listed = FlavorsOf(files), true
-				}
-				return nil, e
-			}
-			return nil, err
-		}
-		in.Template, in.Name = b, p.ManifestLabel()+"/"+version+"/"+file
-		in.ClusterClass = func(ctx context.Context, class string) ([]byte, string, error) {
-			f := ClusterClassFile(class)
-			b, err := req.Repository.GetFile(ctx, p, version, f)
-			if err != nil {
-				return nil, "", err
-			}
-			return b, p.ManifestLabel() + "/" + version + "/" + f, nil
-		}
-		out.Provider, out.Version = p.Name, version
+	in := Input{TargetNamespace: p.resolved.Namespace, Lookup: p.resolved.Lookup, ListOnly: req.ListVariables}
+	if p.cluster != nil {
+		in.Cluster = p.cluster
+	}
+	out := &ClusterResult{Resolved: p.resolved}
+	if err := p.source(ctx, &req, &in, out); err != nil {
+		return nil, err
 	}
 	out.TemplateName = in.Name
+	if out.Provider != "" {
+		req.log("Using template", "provider", out.Provider, "version", out.Version, "file", out.TemplateName)
+	}
 	res, err := Render(ctx, in)
 	out.Result = res
 	if err != nil {
-		return out, err
+		return out, missingVariables(err, " (see --list-variables)")
+	}
+	for _, c := range res.ExistingClasses {
+		req.log("ClusterClass already in the management cluster, not emitted", "clusterClass", c.String())
+	}
+	if req.ListVariables {
+		out.Listing = listVariables(res.Variables, &req, p.resolved)
 	}
 	return out, nil
+}
+
+// prepared is a resolved request with its management cluster (nil when none) and repository.
+type prepared struct {
+	src      Source
+	resolved *Resolved
+	cluster  client.Client
+	repo     *repository.Client
+}
+
+// prepare validates and resolves the request, then reaches what it needs: the management
+// cluster (required, or consulted when reachable, with a one-line warning when not) and the
+// provider repositories.
+func (r *ClusterRequest) prepare(ctx context.Context) (*prepared, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := r.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{src: r.Source, resolved: res}
+	p.src.ConfigMapNamespace = res.ConfigMapNamespace
+	if res.ConsultsCluster {
+		if p.cluster, err = r.connect(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+	if r.Source.repositorySource() {
+		if r.Repository == nil {
+			return nil, errors.New("no provider repository client")
+		}
+		if p.repo, err = r.Repository(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// connect reaches the management cluster. Unreachable is an error when it is needed, else a
+// warning: the output is made without it (no inventory version, no ClusterClass lookup).
+func (r *ClusterRequest) connect(ctx context.Context, res *Resolved) (client.Client, error) {
+	var c client.Client
+	err := errors.New("no management cluster connection")
+	if r.Connect != nil {
+		c, err = r.Connect(ctx)
+	}
+	switch {
+	case err == nil:
+		return c, nil
+	case r.Source.ConfigMap != "":
+		return nil, fmt.Errorf("--from-config-map needs the management cluster: %w", err)
+	case res.NeedsCluster:
+		return nil, fmt.Errorf("%w: no management cluster to find it in (%v): pass --infrastructure NAME[:VERSION]", ErrNoDefaultInfrastructure, err)
+	}
+	r.warn(fmt.Sprintf("Warning: the management cluster was not consulted (its provider versions and ClusterClasses were not looked up; the output may include a ClusterClass it already has): %v", err))
+	return nil, nil
+}
+
+// source fetches the template (and, for a provider repository, says how to fetch its
+// ClusterClasses) into in.
+func (p *prepared) source(ctx context.Context, req *ClusterRequest, in *Input, out *ClusterResult) error {
+	var err error
+	switch {
+	case p.src.From != "":
+		in.Template, in.Name, err = Fetch(ctx, p.src.From, req.fetchOptions())
+		return err
+	case p.src.ConfigMap != "":
+		in.Template, in.Name, err = FromConfigMap(ctx, p.cluster, p.src.ConfigMapNamespace, p.src.ConfigMap, p.src.ConfigMapKey)
+		return err
+	}
+	rel, err := resolveInfrastructure(ctx, p)
+	if err != nil {
+		return err
+	}
+	prov, version := rel.Provider, rel.Version
+	file := TemplateFile(p.src.Flavor)
+	b, err := p.repo.GetFile(ctx, prov, version, file)
+	if errors.Is(err, repository.ErrNotFound) {
+		e := &FlavorNotFoundError{Provider: prov.Name, Version: version, Flavor: p.src.Flavor, File: file}
+		if files, lerr := p.repo.ListFiles(ctx, prov, version); lerr == nil {
+			e.Available, e.Listed = FlavorsOf(files), true
+		}
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	in.Template, in.Name = b, prov.ManifestLabel()+"/"+version+"/"+file
+	in.ClusterClass = func(ctx context.Context, class string) ([]byte, string, error) {
+		f := ClusterClassFile(class)
+		b, err := p.repo.GetFile(ctx, prov, version, f)
+		if err != nil {
+			return nil, "", err
+		}
+		return b, prov.ManifestLabel() + "/" + version + "/" + f, nil
+	}
+	out.Provider, out.Version = prov.Name, version
+	return nil
 }
 
 // TemplateFile is the repository file of a flavor: cluster-template.yaml or
@@ -188,22 +243,22 @@ func ClusterClassFile(name string) string { return "clusterclass-" + name + ".ya
 // resolveInfrastructure picks the infrastructure provider and version: the flag, else the single
 // infrastructure provider (and its version) in the management cluster's inventory; without a
 // version, the repository's (latest) version.
-func resolveInfrastructure(ctx context.Context, req ClusterRequest) (*repository.Release, error) {
+func resolveInfrastructure(ctx context.Context, req *prepared) (*repository.Release, error) {
 	name, version := "", ""
-	if req.Source.Infrastructure != "" {
-		ref, err := provider.ParseReference(req.Source.Infrastructure, false)
+	if req.src.Infrastructure != "" {
+		ref, err := provider.ParseReference(req.src.Infrastructure, false)
 		if err != nil {
 			return nil, err
 		}
 		name, version = ref.Name, ref.Version
 	}
 	if name == "" || version == "" {
-		if req.Cluster == nil {
+		if req.cluster == nil {
 			if name == "" {
 				return nil, fmt.Errorf("%w: no management cluster is reachable; pass --infrastructure NAME[:VERSION]", ErrNoDefaultInfrastructure)
 			}
 		} else {
-			items, err := inventory.List(ctx, req.Cluster)
+			items, err := inventory.List(ctx, req.cluster)
 			if err != nil {
 				return nil, fmt.Errorf("reading the provider inventory: %w", err)
 			}
@@ -228,11 +283,11 @@ func resolveInfrastructure(ctx context.Context, req ClusterRequest) (*repository
 			}
 		}
 	}
-	p, err := req.Repository.Provider(name, provider.InfrastructureProviderType)
+	p, err := req.repo.Provider(name, provider.InfrastructureProviderType)
 	if err != nil {
 		return nil, err
 	}
-	rel, err := req.Repository.Resolve(ctx, p, version, repository.ResolveOptions{})
+	rel, err := req.repo.Resolve(ctx, p, version, repository.ResolveOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -282,14 +337,18 @@ type FlavorList struct {
 
 // ListFlavors lists the flavors of the infrastructure provider version req would use.
 func ListFlavors(ctx context.Context, req ClusterRequest) (*FlavorList, error) {
-	if req.Repository == nil {
-		return nil, errors.New("no provider repository client")
+	if !req.Source.repositorySource() || req.Source.Flavor != "" || req.ListVariables {
+		return nil, inputErrorf("--list-flavors lists a provider's templates: it cannot be combined with --from, --from-config-map, --flavor or --list-variables")
 	}
-	rel, err := resolveInfrastructure(ctx, req)
+	p, err := req.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	files, err := req.Repository.ListFiles(ctx, rel.Provider, rel.Version)
+	rel, err := resolveInfrastructure(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	files, err := p.repo.ListFiles(ctx, rel.Provider, rel.Version)
 	if err != nil {
 		return nil, err
 	}
