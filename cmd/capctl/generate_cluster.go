@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/templates"
 )
@@ -25,7 +26,7 @@ type generateClusterOptions struct {
 	Request     templates.ClusterRequest
 	ListFlavors bool
 	Offline     bool
-	Output      string
+	Output      output.Format
 	WriteTo     string
 }
 
@@ -85,10 +86,10 @@ added to the output.`,
 	fl.StringVar(&r.Source.ConfigMapKey, "from-config-map-key", templates.DefaultConfigMapKey, "Data key of --from-config-map holding the template")
 	fl.BoolVar(&r.ListVariables, "list-variables", false, "List the variables the template needs (required, then optional with defaults) instead of generating")
 	fl.StringVar(&o.WriteTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
-	fl.StringVarP(&o.Output, "output", "o", "yaml", "Output format: yaml or json (a v1 List)")
 	fl.BoolVar(&o.ListFlavors, "list-flavors", false, "List the flavors (templates) of the infrastructure provider version instead of generating")
 	fl.BoolVar(&o.Offline, "offline", false, "Read provider templates only from local repositories, the overrides folder and the cache (no network)")
 	addValuesFlags(cmd, &r.Values)
+	addObjectsFormatFlag(cmd, &o.Output)
 	return cmd
 }
 
@@ -100,7 +101,7 @@ func (o *generateClusterOptions) validate() error {
 	if o.Request.ListVariables && o.WriteTo != "" {
 		return usageErrorf("--list-variables prints to stdout; it cannot be combined with --write-to")
 	}
-	return validateObjectsOutput(o.Output)
+	return nil
 }
 
 // run completes the request with what this run has (config, kubeconfig, clients), makes the one
@@ -128,27 +129,25 @@ func (o *generateClusterOptions) run(ctx context.Context) error {
 		return err
 	}
 	if res.Listing != nil {
-		return printClusterVariables(f.IO.Out, res.Listing)
+		return output.Render(f.IO.Out, o.Output, res.Listing, func(w io.Writer) error { return printClusterVariables(w, res.Listing) })
 	}
 	return writeObjects(f, res.Objects, o.Output, o.WriteTo)
 }
 
 func (o *generateClusterOptions) printFlavors(fl *templates.FlavorList) error {
-	io := o.f.IO
-	if o.Output == "json" {
-		return writeStructured(io.Out, "json", fl)
-	}
-	if len(fl.Flavors) == 0 {
-		fmt.Fprintf(io.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
-		return nil
-	}
-	for _, fv := range fl.Flavors {
-		if fv == "" {
-			fv = "(default)"
+	return output.Render(o.f.IO.Out, o.Output, fl, func(w io.Writer) error {
+		if len(fl.Flavors) == 0 {
+			fmt.Fprintf(o.f.IO.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
+			return nil
 		}
-		fmt.Fprintln(io.Out, fv)
-	}
-	return nil
+		for _, fv := range fl.Flavors {
+			if fv == "" {
+				fv = "(default)"
+			}
+			fmt.Fprintln(w, fv)
+		}
+		return nil
+	})
 }
 
 // printClusterVariables prints clusterctl's --list-variables layout: required names, then

@@ -51,7 +51,7 @@ func TestGenerateYAMLFlagsToOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Request.From != "t.yaml" || !got.Request.ListVariables || !reflect.DeepEqual(got.Request.Values.Set, []string{"A=1"}) || got.Output != "yaml" {
+	if got.Request.From != "t.yaml" || !got.Request.ListVariables || !reflect.DeepEqual(got.Request.Values.Set, []string{"A=1"}) || got.Output != "text" {
 		t.Errorf("options %+v", got)
 	}
 }

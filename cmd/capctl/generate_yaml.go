@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sort"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/templates"
 )
 
@@ -23,7 +23,7 @@ type generateYAMLOptions struct {
 	f *factory
 
 	Request templates.YAMLRequest
-	Output  string
+	Output  output.Format
 	WriteTo string
 }
 
@@ -40,9 +40,6 @@ Variables are taken from --set, then --values, then the environment, then the co
   capctl generate yaml --from https://example.org/template.yaml --list-variables`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateObjectsOutput(o.Output); err != nil {
-				return err
-			}
 			if o.Request.ListVariables && o.WriteTo != "" {
 				return usageErrorf("--list-variables prints to stdout; it cannot be combined with --write-to")
 			}
@@ -54,7 +51,7 @@ Variables are taken from --set, then --values, then the environment, then the co
 	}
 	cmd.Flags().StringVar(&o.Request.From, "from", "-", "The YAML: a file, an http(s) URL, a GitHub file URL (…/blob/REF/PATH) or - for stdin")
 	cmd.Flags().BoolVar(&o.Request.ListVariables, "list-variables", false, "List the variables the YAML uses instead of processing it")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "Output format: yaml or json (a v1 List)")
+	addObjectsFormatFlag(cmd, &o.Output)
 	cmd.Flags().StringVar(&o.WriteTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
 	addValuesFlags(cmd, &o.Request.Values)
 	return cmd
@@ -74,22 +71,23 @@ func (o *generateYAMLOptions) run(ctx context.Context) error {
 	if !r.ListVariables {
 		return writeObjects(o.f, res.Objects, o.Output, o.WriteTo)
 	}
-	// clusterctl's layout: every variable, required or not, sorted.
 	names := make([]string, 0, len(res.Variables))
 	for _, v := range res.Variables {
 		names = append(names, v.Name)
 	}
 	sort.Strings(names)
-	out := o.f.IO.Out
-	if len(names) == 0 {
-		fmt.Fprintln(out)
+	return output.Render(o.f.IO.Out, o.Output, map[string][]string{"variables": names}, func(w io.Writer) error {
+		// clusterctl's layout: every variable, required or not, sorted.
+		if len(names) == 0 {
+			_, err := fmt.Fprintln(w)
+			return err
+		}
+		fmt.Fprintln(w, "Variables:")
+		for _, n := range names {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
 		return nil
-	}
-	fmt.Fprintln(out, "Variables:")
-	for _, n := range names {
-		fmt.Fprintf(out, "  - %s\n", n)
-	}
-	return nil
+	})
 }
 
 // addValuesFlags adds --set and --values, shared by `generate cluster` and `generate yaml`.
@@ -107,18 +105,18 @@ func asUsageError(err error) error {
 	return err
 }
 
-func validateObjectsOutput(output string) error {
-	if output != "yaml" && output != "json" {
-		return usageErrorf("invalid output format %q: use yaml or json", output)
-	}
-	return nil
+// addObjectsFormatFlag is -o of the commands that print objects: text (the default) and yaml
+// print the YAML documents, json one v1 List.
+func addObjectsFormatFlag(cmd *cobra.Command, p *output.Format) {
+	output.AddFormatFlag(cmd, p, "text and yaml print the YAML documents, json a v1 List; with --list-* json and yaml print the list as data")
 }
 
-// writeObjects prints objects as YAML or JSON to stdout or into a 0600 file.
-func writeObjects(f *factory, objs []unstructured.Unstructured, output, writeTo string) error {
+// writeObjects prints objects as YAML or JSON to stdout or into a file that is 0600 before its
+// first byte (templates may hold credentials).
+func writeObjects(f *factory, objs []unstructured.Unstructured, format output.Format, writeTo string) error {
 	var b []byte
 	var err error
-	if output == "json" {
+	if format == output.JSON {
 		b, err = templates.JSON(objs)
 	} else {
 		b, err = templates.YAML(objs)
@@ -130,14 +128,9 @@ func writeObjects(f *factory, objs []unstructured.Unstructured, output, writeTo 
 		_, err = f.IO.Out.Write(b)
 		return err
 	}
-	p := filepath.Clean(writeTo)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
+	if err := output.WritePrivateFile(writeTo, b); err != nil {
+		return err
 	}
-	// WriteFile keeps the mode of an existing file; templates may hold secrets.
-	if err := os.Chmod(p, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "Wrote %d objects to %s\n", len(objs), p)
+	fmt.Fprintf(f.IO.ErrOut, "Wrote %d objects to %s\n", len(objs), writeTo)
 	return nil
 }
