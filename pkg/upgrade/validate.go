@@ -109,7 +109,7 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 	var problems []string
 	requested := map[string]bool{}
 	var targets []Target
-	var coreTarget *Target
+	coreIdx, coreRequested := -1, false
 	for _, r := range reqs {
 		if r.Ref.Version == "" || r.Ref.Version == "latest" {
 			problems = append(problems, fmt.Sprintf("%s: give the version to upgrade to, as [namespace/]name:version (e.g. %s:v1.14.0)", r, r.Ref.Name))
@@ -131,25 +131,32 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 			continue
 		}
 		requested[key] = true
-		t, err := validateOne(ctx, cat, inv, r.Ref.Version)
+		if inv.Type == provider.CoreProviderType {
+			coreRequested = true
+		}
+		t, errs, err := validateOne(ctx, cat, inv, r.Ref.Version)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", r, err))
+			return nil, err
+		}
+		if len(errs) > 0 {
+			for _, e := range errs {
+				problems = append(problems, fmt.Sprintf("%s: %s", r, e))
+			}
 			continue
 		}
 		targets = append(targets, t)
 		if inv.Type == provider.CoreProviderType {
-			coreTarget = &targets[len(targets)-1]
+			coreIdx = len(targets) - 1
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &InvalidRequestError{Problems: problems}
-	}
 
-	// The target contract: the core's new (or current) version's.
+	// The target contract: the core's new (or current) version's. When the core's own request is
+	// refused the contract is unknown, and the contract checks wait for a valid request.
 	var contract string
-	if coreTarget != nil {
-		contract = coreTarget.ToContract
-	} else {
+	switch {
+	case coreIdx >= 0:
+		contract = targets[coreIdx].ToContract
+	case !coreRequested:
 		core, ok := inventory.Core(items)
 		if !ok {
 			return nil, fmt.Errorf("the inventory has no core provider (cluster-api): install it with `capctl init`")
@@ -160,24 +167,27 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 		}
 		contract = info.currentContract
 	}
-	if contract != CurrentContract {
-		return nil, fmt.Errorf("the core provider would implement the %s contract, but capctl can only upgrade management clusters to %s", contract, CurrentContract)
+	if contract != "" && contract != CurrentContract {
+		problems = append(problems, fmt.Sprintf("the core provider would implement the %s contract, but capctl can only upgrade management clusters to %s", contract, CurrentContract))
+		contract = ""
 	}
-	for _, t := range targets {
-		if !compatible(contract, t.ToContract) {
-			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider (mixed contracts)", t.Provider.ManifestLabel(), t.To, t.ToContract, contract))
+	if contract != "" {
+		for _, t := range targets {
+			if !compatible(contract, t.ToContract) {
+				problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider (mixed contracts)", t.Provider.ManifestLabel(), t.To, t.ToContract, contract))
+			}
 		}
-	}
-	for _, p := range items {
-		if requested[string(p.Type)+"/"+p.ProviderName] {
-			continue
-		}
-		info, err := readProviderInfo(ctx, cat, p)
-		if err != nil {
-			return nil, err
-		}
-		if !compatible(contract, info.currentContract) {
-			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider: include it in the upgrade (%s %s:VERSION)", p.ManifestLabel(), p.Version, info.currentContract, contract, p.Type.Flag(), p.ProviderName))
+		for _, p := range items {
+			if requested[string(p.Type)+"/"+p.ProviderName] {
+				continue
+			}
+			info, err := readProviderInfo(ctx, cat, p)
+			if err != nil {
+				return nil, err
+			}
+			if !compatible(contract, info.currentContract) {
+				problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider: include it in the upgrade (%s %s:VERSION)", p.ManifestLabel(), p.Version, info.currentContract, contract, p.Type.Flag(), p.ProviderName))
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -193,28 +203,24 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 	return out, nil
 }
 
-// validateOne checks one provider's target version.
-func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, version string) (Target, error) {
+// validateOne checks one provider's target version. problems are what is wrong with the request;
+// err is a failure to check (the repository cannot be read). Existence is checked and reported
+// first, then every other problem of the request (downgrade, minors skipped, metadata).
+func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, version string) (t Target, problems []string, err error) {
 	if !strings.HasPrefix(version, "v") {
 		version = "v" + version
 	}
 	to, err := parseVersion(version)
 	if err != nil {
-		return Target{}, fmt.Errorf("%q is not a semantic version", version)
+		return Target{}, []string{fmt.Sprintf("%q is not a semantic version", version)}, nil
 	}
 	from, err := parseVersion(inv.Version)
 	if err != nil {
-		return Target{}, fmt.Errorf("the inventory records version %q, which is not a semantic version", inv.Version)
-	}
-	if to.LessThan(from) {
-		return Target{}, fmt.Errorf("%s is older than the installed %s: downgrades are not supported", version, inv.Version)
-	}
-	if skipsTooFar(inv, from, to) {
-		return Target{}, fmt.Errorf("upgrading %s from %s to %s skips more than %d minors: upgrade in steps (e.g. to v%d.%d first)", inv.ManifestLabel(), inv.Version, version, maxMinorSkip, from.Major(), from.Minor()+maxMinorSkip)
+		return Target{}, []string{fmt.Sprintf("the inventory records version %q, which is not a semantic version", inv.Version)}, nil
 	}
 	all, err := cat.Versions(ctx, inv)
 	if err != nil {
-		return Target{}, fmt.Errorf("listing the versions of %s: %w", inv.ManifestLabel(), err)
+		return Target{}, nil, fmt.Errorf("listing the versions of %s: %w", inv.ManifestLabel(), err)
 	}
 	listed := false
 	for _, v := range all {
@@ -224,26 +230,38 @@ func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, versi
 		}
 	}
 	if !listed {
-		return Target{}, fmt.Errorf("version %s is not in the repository of %s (available: %s)", version, inv.ManifestLabel(), newestVersions(all, 5))
+		problems = append(problems, fmt.Sprintf("version %s is not in the repository of %s (available: %s)", version, inv.ManifestLabel(), newestVersions(all, 5)))
+	}
+	if to.LessThan(from) {
+		problems = append(problems, fmt.Sprintf("%s is older than the installed %s: downgrades are not supported", version, inv.Version))
+	}
+	if skipsTooFar(inv, from, to) {
+		problems = append(problems, fmt.Sprintf("upgrading %s from %s to %s skips more than %d minors: upgrade in steps (e.g. to v%d.%d first)", inv.ManifestLabel(), inv.Version, version, maxMinorSkip, from.Major(), from.Minor()+maxMinorSkip))
+	}
+	if !listed {
+		return Target{}, problems, nil
 	}
 	series, err := cat.Series(ctx, inv, version)
 	if errors.Is(err, ErrNotPublished) {
-		return Target{}, fmt.Errorf("%s is tagged but has no published release", version)
+		return Target{}, append(problems, fmt.Sprintf("%s is tagged but has no published release", version)), nil
 	}
 	if err != nil {
-		return Target{}, err
+		return Target{}, nil, err
 	}
 	ts, ok := seriesOf(series, to)
 	if !ok {
-		return Target{}, fmt.Errorf("invalid provider metadata: %s does not match any release series of its metadata.yaml", version)
+		problems = append(problems, fmt.Sprintf("invalid provider metadata: %s does not match any release series of its metadata.yaml", version))
 	}
-	t := Target{Provider: inv, From: inv.Version, To: version, ToContract: ts.Contract}
+	if len(problems) > 0 {
+		return Target{}, problems, nil
+	}
+	t = Target{Provider: inv, From: inv.Version, To: version, ToContract: ts.Contract}
 	if fs, ok := seriesOf(series, from); ok {
 		t.FromContract = fs.Contract
 	} else if info, err := readProviderInfo(ctx, cat, inv); err == nil {
 		t.FromContract = info.currentContract
 	}
-	return t, nil
+	return t, nil, nil
 }
 
 func newestVersions(all []string, n int) string {

@@ -89,6 +89,25 @@ func TestValidateRequestGuards(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "skips more than 3 minors") {
 		t.Errorf("skip guard: %v", err)
 	}
+	// A version that does not exist is reported as such, not as a skip of too many minors; and
+	// every problem of the request comes at once (with the contract check of the other providers).
+	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.99.0")}})
+	if err == nil || !strings.Contains(err.Error(), "version v1.99.0 is not in the repository of cluster-api (available: v1.14.0, v1.13.5, v1.10.10)") ||
+		strings.Index(err.Error(), "not in the repository") > strings.Index(err.Error(), "skips more than") {
+		t.Errorf("missing version, then the skip: %v", err)
+	}
+	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.99.0"), req(provider.InfrastructureProviderType, "foo:v0.0.1")}})
+	for _, want := range []string{"v1.99.0 is not in the repository", "foo:v0.0.1", "downgrades are not supported"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("all problems at once: %v lacks %q", err, want)
+		}
+	}
+	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.InfrastructureProviderType, "aws:v0.0.1"), req(provider.CoreProviderType, "cluster-api:v1.13.5")}})
+	for _, want := range []string{`no InfrastructureProvider "aws" is installed`, "include it in the upgrade"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("request and contract problems at once: %v lacks %q", err, want)
+		}
+	}
 	// An unlisted provider whose contract does not fit must be included.
 	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.13.5")}})
 	if err == nil || !strings.Contains(err.Error(), "include it in the upgrade (--infrastructure foo:VERSION)") {
