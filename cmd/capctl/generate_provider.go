@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/provider"
@@ -130,7 +128,7 @@ func runGenerateProvider(ctx context.Context, o *GenerateProviderOptions) error 
 		describeComponents(o.IO.Out, comp)
 		return nil
 	}
-	b, err := componentsYAML(comp)
+	b, err := output.ObjectsYAML(comp.Objects)
 	if err != nil {
 		return err
 	}
@@ -144,22 +142,6 @@ func runGenerateProvider(ctx context.Context, o *GenerateProviderOptions) error 
 	}
 	fmt.Fprintf(o.IO.ErrOut, "Wrote %d objects of %s %s to %s\n", len(comp.Objects), p.ManifestLabel(), comp.Version, o.WriteTo)
 	return nil
-}
-
-// componentsYAML is the components as one multi-document YAML stream.
-func componentsYAML(comp *repository.Components) ([]byte, error) {
-	var buf bytes.Buffer
-	for i, obj := range comp.Objects {
-		b, err := yaml.Marshal(obj.Object)
-		if err != nil {
-			return nil, fmt.Errorf("rendering %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-		if i > 0 {
-			buf.WriteString("---\n")
-		}
-		buf.Write(b)
-	}
-	return buf.Bytes(), nil
 }
 
 func describeComponents(w io.Writer, c *repository.Components) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/iostreams"
 )
@@ -205,5 +206,25 @@ func TestProgressTerminalRespectsNoColor(t *testing.T) {
 	s.SetTTY(false, false, true)
 	if NewProgress(s).redraw {
 		t.Error("TERM=dumb redraws")
+	}
+}
+
+func TestObjectsYAMLAndJSON(t *testing.T) {
+	objs := []unstructured.Unstructured{
+		{Object: map[string]any{"kind": "Namespace", "apiVersion": "v1", "metadata": map[string]any{"name": "a"}}},
+		{Object: map[string]any{"kind": "ConfigMap", "apiVersion": "v1", "metadata": map[string]any{"name": "b", "namespace": "a"}}},
+	}
+	y, err := ObjectsYAML(objs)
+	want := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: a\n"
+	if err != nil || string(y) != want {
+		t.Errorf("yaml:\n%s\n%v", y, err)
+	}
+	j, err := ObjectsJSON(objs)
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err != nil || json.Unmarshal(j, &list) != nil || list.Kind != "List" || len(list.Items) != 2 || !strings.HasSuffix(string(j), "}\n") {
+		t.Errorf("json: %s %v", j, err)
 	}
 }

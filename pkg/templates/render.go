@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
 )
@@ -350,32 +351,8 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// YAML renders objects as clusterctl prints them: each object marshalled (keys sorted), documents
-// joined by `---` lines, ending with a newline.
-func YAML(objs []unstructured.Unstructured) ([]byte, error) {
-	var b bytes.Buffer
-	for i, o := range objs {
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return nil, fmt.Errorf("marshalling %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-		}
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		b.Write(y)
-	}
-	return b.Bytes(), nil
-}
+// YAML renders objects as clusterctl prints them (output.ObjectsYAML).
+func YAML(objs []unstructured.Unstructured) ([]byte, error) { return output.ObjectsYAML(objs) }
 
-// JSON renders objects as one v1 List, indented.
-func JSON(objs []unstructured.Unstructured) ([]byte, error) {
-	items := make([]map[string]any, 0, len(objs))
-	for _, o := range objs {
-		items = append(items, o.Object)
-	}
-	b, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
+// JSON renders objects as one v1 List, indented (output.ObjectsJSON).
+func JSON(objs []unstructured.Unstructured) ([]byte, error) { return output.ObjectsJSON(objs) }
