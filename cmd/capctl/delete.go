@@ -133,13 +133,14 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 	if err := o.confirm(plan); err != nil {
 		return err
 	}
-	log := o.Logger()
+	log, progress := o.Logger(), output.NewProgress(o.IO)
 	res, err := deletion.Apply(ctx, c, plan, 0, func(done, total int, obj deletion.Object, err error) {
 		if err != nil {
 			log.Info("Failed to delete", "object", obj.String(), "error", err.Error())
-			return
+		} else {
+			log.V(1).Info("Deleted", "object", obj.String())
 		}
-		log.V(1).Info("Deleted", "object", obj.String(), "progress", fmt.Sprintf("%d/%d", done, total))
+		progress.Count("Deleting objects", done, total)
 	})
 	if structured {
 		if perr := output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -107,5 +108,9 @@ func TestDeleteCommand(t *testing.T) {
 	out, errOut, code = runCapctl(t, append([]string{"delete", "--all", "--yes"}, kc...)...)
 	if code != 0 || !strings.Contains(out, "Deleted provider cluster-api") {
 		t.Fatalf("--all --yes: %d\n%s\n%s", code, out, errOut)
+	}
+	// Progress goes to stderr as plain lines (no terminal), ending with the total.
+	if !regexp.MustCompile(`Deleting objects: (\d+)/(\d+)\n\d+ object\(s\) deleted`).MatchString(errOut) || strings.Contains(errOut, "\r") {
+		t.Errorf("--all --yes: no progress on stderr:\n%s", errOut)
 	}
 }

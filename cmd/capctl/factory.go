@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -101,9 +102,26 @@ type deps struct {
 func (f *factory) deps() deps {
 	return deps{
 		IO: f.IO, Config: f.Config, Cluster: f.Cluster,
-		OptionalCluster: func(ctx context.Context) (*cluster.Client, error) { return optionalCluster(ctx, f) },
-		Repository:      f.repositoryClient, Logger: f.Logger,
+		OptionalCluster: f.OptionalCluster, Repository: f.repositoryClient, Logger: f.Logger,
 	}
+}
+
+// OptionalCluster connects when a management cluster is named (--kubeconfig or
+// --kubeconfig-context: then failures are errors) or a default kubeconfig answers; otherwise it
+// returns nil.
+func (f *factory) OptionalCluster(ctx context.Context) (*cluster.Client, error) {
+	explicit := f.global.kubeconfig != "" || f.global.kubeconfigContext != ""
+	c, err := f.Cluster(ctx)
+	if err == nil {
+		return c, nil
+	}
+	if explicit {
+		return nil, err
+	}
+	if errors.Is(err, cluster.ErrUnreachable) {
+		fmt.Fprintf(f.IO.ErrOut, "Note: %v\n", err)
+	}
+	return nil, nil
 }
 
 // usageError marks errors that should print the command's usage (wrong arguments).

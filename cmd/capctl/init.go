@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/certmanager"
-	"github.com/capctl/capctl/pkg/cluster"
 	initialize "github.com/capctl/capctl/pkg/init"
 )
 
@@ -304,22 +302,4 @@ func runListImages(ctx context.Context, o *ListImagesOptions) error {
 		}
 		return nil
 	})
-}
-
-// optionalCluster connects when a management cluster is named (--kubeconfig or
-// --kubeconfig-context: then failures are errors) or a default kubeconfig answers; otherwise it
-// returns nil.
-func optionalCluster(ctx context.Context, f *factory) (*cluster.Client, error) {
-	explicit := f.global.kubeconfig != "" || f.global.kubeconfigContext != ""
-	c, err := f.Cluster(ctx)
-	if err == nil {
-		return c, nil
-	}
-	if explicit {
-		return nil, err
-	}
-	if errors.Is(err, cluster.ErrUnreachable) {
-		fmt.Fprintf(f.IO.ErrOut, "Note: %v\n", err)
-	}
-	return nil, nil
 }
