@@ -3,20 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/describe"
 )
 
-func init() { registerCommand(newDescribeCmd) }
+func init() {
+	registerCommand(func(f *factory) *cobra.Command { return newCmdDescribe(f, nil, nil) })
+}
 
-// describeNow is the clock for SINCE and AGE; tests fix it for stable output.
-var describeNow = time.Now
-
-func newDescribeCmd(f *factory) *cobra.Command {
+func newCmdDescribe(f *factory, clusterRunF func(*describeClusterOptions) error, clustersRunF func(*describeClustersOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupTroubleshooting,
 		Use:     "describe",
@@ -26,27 +27,32 @@ func newDescribeCmd(f *factory) *cobra.Command {
 			return usageErrorf("describe needs a subcommand: cluster NAME or clusters")
 		},
 	}
-	cmd.AddCommand(newDescribeClusterCmd(f), newDescribeClustersCmd(f))
+	cmd.AddCommand(newCmdDescribeCluster(f, clusterRunF), newCmdDescribeClusters(f, clustersRunF))
 	return cmd
 }
 
+// describeClusterOptions are the flags of `describe cluster`: the tree's options and how to show
+// it.
 type describeClusterOptions struct {
-	namespace      string
-	showConditions string
-	showMS         bool
-	showTemplates  bool
-	showRS         bool
-	echo           bool
-	grouping       bool
-	v1beta2        bool
-	color          bool
-	output         string
-	watch          bool
-	watchInterval  time.Duration
+	f *factory
+
+	// Describe holds the cluster's name and the presentation; its namespace is the flag's (empty:
+	// the kubeconfig context's).
+	Describe      describe.Options
+	V1Beta2       bool
+	Color         *bool // set when --color was given
+	Output        output.Format
+	Watch         bool
+	WatchInterval time.Duration
+	// Now is the clock of SINCE (tests fix it for stable output).
+	Now func() time.Time
 }
 
-func newDescribeClusterCmd(f *factory) *cobra.Command {
-	o := &describeClusterOptions{}
+// newCmdDescribeCluster builds `describe cluster`; runF replaces the run (tests capture the
+// options, or fix the clock).
+func newCmdDescribeCluster(f *factory, runF func(*describeClusterOptions) error) *cobra.Command {
+	o := &describeClusterOptions{f: f, Now: time.Now}
+	var color bool
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Describe a workload cluster: its objects as a tree, with their conditions",
@@ -67,60 +73,54 @@ not available. Machines in the same state are grouped (--grouping=false lists ea
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, f, args[0])
+			o.Describe.Name = args[0]
+			o.Describe.V1Beta1 = !o.V1Beta2
+			if cmd.Flags().Changed("color") {
+				o.Color = &color
+			}
+			// Validate everything before touching the cluster.
+			if err := describe.ValidateShowConditions(o.Describe.ShowConditions); err != nil {
+				return usageErrorf("%v", err)
+			}
+			if o.WatchInterval <= 0 {
+				return usageErrorf("--watch-interval must be positive")
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.run(cmd.Context())
 		},
 	}
+	d := &o.Describe
 	fl := cmd.Flags()
-	fl.StringVarP(&o.namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
-	fl.StringVar(&o.showConditions, "show-conditions", "", "List the conditions of these objects: comma list of all, KIND or KIND/NAME; a trailing + shows only conditions that are not in their normal state")
-	fl.BoolVar(&o.showMS, "show-machinesets", false, "Show MachineSets under their MachineDeployments")
-	fl.BoolVar(&o.showRS, "show-resourcesets", false, "Show the ClusterResourceSets applied to the cluster")
-	fl.BoolVar(&o.showTemplates, "show-templates", false, "Show infrastructure and bootstrap templates")
-	fl.BoolVar(&o.echo, "echo", false, "Show machine infrastructure and bootstrap objects even when they only repeat their machine's state")
-	fl.BoolVar(&o.grouping, "grouping", true, "Group machines in the same state into one row")
-	fl.BoolVar(&o.v1beta2, "v1beta2", true, "Show v1beta2 conditions; --v1beta2=false shows the deprecated v1beta1 conditions (Ready with severity)")
-	fl.BoolVarP(&o.color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
-	fl.StringVarP(&o.output, "output", "o", "", "Output format: text (default), json or yaml")
-	fl.BoolVarP(&o.watch, "watch", "w", false, "Redraw whenever the tree changes, until interrupted (ctrl-c)")
-	fl.DurationVar(&o.watchInterval, "watch-interval", 2*time.Second, "How often --watch reads the cluster")
+	fl.StringVarP(&d.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
+	fl.StringVar(&d.ShowConditions, "show-conditions", "", "List the conditions of these objects: comma list of all, KIND or KIND/NAME; a trailing + shows only conditions that are not in their normal state")
+	fl.BoolVar(&d.ShowMachineSets, "show-machinesets", false, "Show MachineSets under their MachineDeployments")
+	fl.BoolVar(&d.ShowResourceSets, "show-resourcesets", false, "Show the ClusterResourceSets applied to the cluster")
+	fl.BoolVar(&d.ShowTemplates, "show-templates", false, "Show infrastructure and bootstrap templates")
+	fl.BoolVar(&d.Echo, "echo", false, "Show machine infrastructure and bootstrap objects even when they only repeat their machine's state")
+	fl.BoolVar(&d.Grouping, "grouping", true, "Group machines in the same state into one row")
+	fl.BoolVar(&o.V1Beta2, "v1beta2", true, "Show v1beta2 conditions; --v1beta2=false shows the deprecated v1beta1 conditions (Ready with severity)")
+	fl.BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the tree as data")
+	fl.BoolVarP(&o.Watch, "watch", "w", false, "Redraw whenever the tree changes, until interrupted (ctrl-c)")
+	fl.DurationVar(&o.WatchInterval, "watch-interval", 2*time.Second, "How often --watch reads the cluster")
 	return cmd
 }
 
-func validateOutput(output string) error {
-	switch output {
-	case "", "text", "json", "yaml":
-		return nil
+// run reads the cluster's snapshot, builds its tree and prints it, once or on every change.
+func (o *describeClusterOptions) run(ctx context.Context) error {
+	f := o.f
+	if o.Color != nil {
+		f.IO.ForceColor(*o.Color)
 	}
-	return usageErrorf("invalid output format %q: use one of text, json, yaml", output)
-}
-
-func (o *describeClusterOptions) run(cmd *cobra.Command, f *factory, name string) error {
-	// Validate everything before touching the cluster.
-	if err := validateOutput(o.output); err != nil {
-		return err
-	}
-	if err := describe.ValidateShowConditions(o.showConditions); err != nil {
-		return usageErrorf("%v", err)
-	}
-	if o.watchInterval <= 0 {
-		return usageErrorf("--watch-interval must be positive")
-	}
-	if cmd.Flags().Changed("color") {
-		f.IO.ForceColor(o.color)
-	}
-	ctx := cmd.Context()
 	c, err := f.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	ns := o.namespace
-	if ns == "" {
-		ns = c.Namespace
-	}
-	opts := describe.Options{
-		Namespace: ns, Name: name,
-		ShowConditions: o.showConditions, ShowMachineSets: o.showMS, ShowTemplates: o.showTemplates,
-		ShowResourceSets: o.showRS, Echo: o.echo, Grouping: o.grouping, V1Beta1: !o.v1beta2,
+	opts := o.Describe
+	if opts.Namespace == "" {
+		opts.Namespace = c.Namespace
 	}
 	frame := func(ctx context.Context) ([]byte, error) {
 		t, err := describe.Discover(ctx, c, opts)
@@ -128,19 +128,14 @@ func (o *describeClusterOptions) run(cmd *cobra.Command, f *factory, name string
 			return nil, err
 		}
 		var buf bytes.Buffer
-		switch o.output {
-		case "json":
-			err = describe.RenderJSON(&buf, t)
-		case "yaml":
-			err = describe.RenderYAML(&buf, t)
-		default:
-			err = describe.Render(&buf, t, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: describeNow()})
-		}
+		err = output.Render(&buf, o.Output, t, func(w io.Writer) error {
+			return describe.Render(w, t, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: o.Now()})
+		})
 		return buf.Bytes(), err
 	}
-	if o.watch {
-		clear := f.IO.IsStdoutTTY() && o.output == ""
-		return describe.Watch(ctx, o.watchInterval, f.IO.Out, clear, frame)
+	if o.Watch {
+		clear := f.IO.IsStdoutTTY() && o.Output == output.Text
+		return describe.Watch(ctx, o.WatchInterval, f.IO.Out, clear, frame)
 	}
 	out, err := frame(ctx)
 	if err != nil {
@@ -150,9 +145,20 @@ func (o *describeClusterOptions) run(cmd *cobra.Command, f *factory, name string
 	return err
 }
 
-func newDescribeClustersCmd(f *factory) *cobra.Command {
-	var namespace, output string
-	var all, color bool
+// describeClustersOptions are the flags of `describe clusters`.
+type describeClustersOptions struct {
+	f *factory
+
+	Namespace     string
+	AllNamespaces bool
+	Color         *bool
+	Output        output.Format
+	Now           func() time.Time
+}
+
+func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) error) *cobra.Command {
+	o := &describeClustersOptions{f: f, Now: time.Now}
+	var color bool
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "One summary row per workload cluster: version, control plane and workers, availability",
@@ -161,47 +167,51 @@ func newDescribeClustersCmd(f *factory) *cobra.Command {
   capctl describe clusters -n prod -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateOutput(output); err != nil {
-				return err
-			}
-			if all && cmd.Flags().Changed("namespace") {
+			if o.AllNamespaces && cmd.Flags().Changed("namespace") {
 				return usageErrorf("--all-namespaces and --namespace cannot be used together")
 			}
 			if cmd.Flags().Changed("color") {
-				f.IO.ForceColor(color)
+				o.Color = &color
 			}
-			ctx := cmd.Context()
-			c, err := f.Cluster(ctx)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			if namespace == "" {
-				namespace = c.Namespace
-			}
-			rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{Namespace: namespace, AllNamespaces: all})
-			if err != nil {
-				return err
-			}
-			switch output {
-			case "json":
-				return describe.RenderJSON(f.IO.Out, rows)
-			case "yaml":
-				return describe.RenderYAML(f.IO.Out, rows)
-			}
-			if len(rows) == 0 {
-				where := "namespace " + namespace
-				if all {
-					where = "any namespace"
-				}
-				f.Logger().Info("No clusters found in " + where)
-				return nil
-			}
-			return describe.RenderSummary(f.IO.Out, rows, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: describeNow()})
+			return o.run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace to list (default: the kubeconfig context's namespace)")
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List clusters of every namespace")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: text (default), json or yaml")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to list (default: the kubeconfig context's namespace)")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List clusters of every namespace")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
 	cmd.Flags().BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	return cmd
+}
+
+func (o *describeClustersOptions) run(ctx context.Context) error {
+	f := o.f
+	if o.Color != nil {
+		f.IO.ForceColor(*o.Color)
+	}
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = c.Namespace
+	}
+	rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{Namespace: ns, AllNamespaces: o.AllNamespaces})
+	if err != nil {
+		return err
+	}
+	return output.Render(f.IO.Out, o.Output, rows, func(w io.Writer) error {
+		if len(rows) == 0 {
+			where := "namespace " + ns
+			if o.AllNamespaces {
+				where = "any namespace"
+			}
+			f.Logger().Info("No clusters found in " + where)
+			return nil
+		}
+		return describe.RenderSummary(w, rows, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: o.Now()})
+	})
 }

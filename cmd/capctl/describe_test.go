@@ -3,14 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capctl/capctl/internal/describetest"
+	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/testenv"
-	"github.com/capctl/capctl/pkg/describe/describetest"
 )
 
 // TestDescribeCommands runs `capctl describe cluster|clusters` against one real API server.
@@ -25,13 +27,12 @@ func TestDescribeCommands(t *testing.T) {
 	for _, s := range []*describetest.Scenario{healthy, stuck} {
 		s.Create(context.Background(), t, env)
 	}
-	prev := describeNow
-	describeNow = func() time.Time { return describetest.Now }
-	t.Cleanup(func() { describeNow = prev })
 	kc := []string{"--kubeconfig", env.Kubeconfig}
+	// The clock of SINCE is fixed through the options (the run function the tests pass).
+	now := func() time.Time { return describetest.Now }
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		return runCapctl(t, append(args, kc...)...)
+		return runDescribe(t, now, append(args, kc...)...)
 	}
 
 	t.Run("tree matches the package's golden output", func(t *testing.T) {
@@ -62,8 +63,8 @@ func TestDescribeCommands(t *testing.T) {
 		}
 	})
 	t.Run("clusters summary", func(t *testing.T) {
-		describeNow = time.Now
-		defer func() { describeNow = func() time.Time { return describetest.Now } }()
+		now = time.Now
+		defer func() { now = func() time.Time { return describetest.Now } }()
 		out, errOut, code := run("describe", "clusters", "-A")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
@@ -80,6 +81,12 @@ func TestDescribeCommands(t *testing.T) {
 			t.Errorf("namespaced yaml summary (exit %d):\n%s", code, out)
 		}
 	})
+	t.Run("show-conditions of a kind not in the tree is refused", func(t *testing.T) {
+		out, errOut, code := run("describe", "cluster", "prod", "-n", "healthy", "--show-conditions", "Cluster,NoSuchKind")
+		if code != 1 || out != "" || !strings.Contains(errOut, "NoSuchKind") || !strings.Contains(errOut, "DockerCluster, DockerMachine") {
+			t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
+		}
+	})
 	t.Run("cluster not found lists the clusters there", func(t *testing.T) {
 		_, errOut, code := run("describe", "cluster", "nope", "-n", "healthy")
 		if code != 1 || !strings.Contains(errOut, `cluster "nope" not found in namespace "healthy"; clusters there: prod`) {
@@ -90,6 +97,28 @@ func TestDescribeCommands(t *testing.T) {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})
+}
+
+// runDescribe runs capctl with the describe commands built with a fixed clock.
+func runDescribe(t *testing.T, now func() time.Time, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	io, _, out, errOut := iostreams.Test()
+	f := newFactory(io)
+	root := newRootCmd(f)
+	for _, c := range root.Commands() {
+		if c.Name() == "describe" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newCmdDescribe(f,
+		func(o *describeClusterOptions) error { o.Now = now; return o.run(context.Background()) },
+		func(o *describeClustersOptions) error { o.Now = now; return o.run(context.Background()) }))
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(errOut, "Error: %v\n", err)
+		return out.String(), errOut.String(), 1
+	}
+	return out.String(), errOut.String(), 0
 }
 
 func TestDescribeUsageAndUnreachable(t *testing.T) {
@@ -122,5 +151,30 @@ current-context: ctx
 	_, errOut, code := runCapctl(t, "describe", "cluster", "x", "--kubeconfig", kc, "--connect-timeout", "2s")
 	if code != 1 || !strings.Contains(errOut, "cannot reach the API server https://127.0.0.1:1") {
 		t.Errorf("unreachable: exit %d: %s", code, errOut)
+	}
+}
+
+// TestDescribeFlagsToOptions parses flags into the options without any cluster.
+func TestDescribeFlagsToOptions(t *testing.T) {
+	io, _, _, _ := iostreams.Test()
+	var got *describeClusterOptions
+	cmd := newCmdDescribe(newFactory(io), func(o *describeClusterOptions) error { got = o; return nil }, nil)
+	cmd.SetArgs([]string{"cluster", "c1", "-n", "prod", "--show-conditions", "Machine+", "--grouping=false", "--v1beta2=false", "-o", "json", "--color"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	d := got.Describe
+	if d.Name != "c1" || d.Namespace != "prod" || d.ShowConditions != "Machine+" || d.Grouping || !d.V1Beta1 || got.Output != "json" ||
+		got.Color == nil || !*got.Color || got.Now == nil || got.WatchInterval != 2*time.Second {
+		t.Errorf("options %+v", got)
+	}
+	var gotList *describeClustersOptions
+	cmd = newCmdDescribe(newFactory(io), nil, func(o *describeClustersOptions) error { gotList = o; return nil })
+	cmd.SetArgs([]string{"clusters", "-A"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !gotList.AllNamespaces || gotList.Color != nil || gotList.Output != "text" {
+		t.Errorf("clusters options %+v", gotList)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capctl/capctl/internal/describetest"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
-	"github.com/capctl/capctl/pkg/describe/describetest"
 )
 
 // BenchmarkDescribe1000Machines describes a cluster with a control plane of 3 machines and 1000

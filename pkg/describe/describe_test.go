@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/describetest"
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/describe"
-	"github.com/capctl/capctl/pkg/describe/describetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -103,33 +104,23 @@ func render(t *testing.T, c describe.Reader, opts describe.Options) []byte {
 	return buf.Bytes()
 }
 
+// TestDescribeGolden fetches every scenario from the API server: the snapshot must be the
+// recorded one (which TestBuildGolden builds under -short), and the tree the golden one.
 func TestDescribeGolden(t *testing.T) {
 	setup(t)
-	base := func(s *describetest.Scenario) describe.Options {
-		return describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	for _, s := range []*describetest.Scenario{describetest.Healthy(), describetest.Provisioning(), describetest.RollingUpgrade(), describetest.Pool(), describetest.Topology()} {
+		t.Run("snapshot-"+s.Namespace, func(t *testing.T) {
+			snap, err := describe.Fetch(context.Background(), env.Client, snapshotOptions(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSnapshot(t, s.Namespace, snap)
+		})
 	}
-	with := func(o describe.Options, f func(*describe.Options)) describe.Options { f(&o); return o }
-	healthy, prov, up, pool, topo := describetest.Healthy(), describetest.Provisioning(), describetest.RollingUpgrade(), describetest.Pool(), describetest.Topology()
-	cases := []struct {
-		name string
-		opts describe.Options
-	}{
-		{"healthy", base(healthy)},
-		{"healthy-everything", with(base(healthy), func(o *describe.Options) {
-			o.ShowConditions, o.Grouping, o.Echo, o.ShowTemplates, o.ShowMachineSets, o.ShowResourceSets = "all", false, true, true, true, true
-		})},
-		{"provisioning", base(prov)},
-		{"provisioning-conditions", with(base(prov), func(o *describe.Options) { o.ShowConditions = "Cluster,dockercluster+" })},
-		{"upgrade", base(up)},
-		{"upgrade-machinesets", with(base(up), func(o *describe.Options) {
-			o.ShowMachineSets = true
-			o.ShowConditions = "Machine/rolling-md-0-old-b+"
-		})},
-		{"pool", base(pool)},
-		{"topology", base(topo)},
-		{"topology-v1beta1-presentation", with(base(topo), func(o *describe.Options) { o.V1Beta1 = true })},
-	}
-	for _, tc := range cases {
+	for _, tc := range goldenCases() {
+		if strings.HasPrefix(tc.name, "legacy") {
+			continue // TestDescribeV1Beta1Only: another API server
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			checkGolden(t, tc.name, render(t, env.Client, tc.opts))
 		})
@@ -155,6 +146,11 @@ func TestDescribeV1Beta1Only(t *testing.T) {
 	if tree.ServedVersion != "v1beta1" {
 		t.Errorf("served version %q, want v1beta1", tree.ServedVersion)
 	}
+	snap, err := describe.Fetch(context.Background(), old.Client, snapshotOptions(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, s.Namespace, snap)
 	checkGolden(t, "legacy", render(t, old.Client, opts))
 	opts.V1Beta1, opts.ShowConditions = true, "all"
 	checkGolden(t, "legacy-v1beta1-presentation", render(t, old.Client, opts))
@@ -181,7 +177,7 @@ func TestDescribeAsData(t *testing.T) {
 		t.Errorf("first failing %q, want %q", tree.Root.FirstFailing, want)
 	}
 	var buf bytes.Buffer
-	if err := describe.RenderJSON(&buf, tree); err != nil {
+	if err := output.WriteStructured(&buf, output.JSON, tree); err != nil {
 		t.Fatal(err)
 	}
 	var back struct {
@@ -208,7 +204,7 @@ func TestDescribeAsData(t *testing.T) {
 		t.Errorf("multi-line message not kept intact: %q", back.Cluster.Conditions[0].Message)
 	}
 	buf.Reset()
-	if err := describe.RenderYAML(&buf, tree); err != nil || !strings.Contains(buf.String(), "firstFailing: DockerCluster provisioning/stuck") {
+	if err := output.WriteStructured(&buf, output.YAML, tree); err != nil || !strings.Contains(buf.String(), "firstFailing: DockerCluster provisioning/stuck") {
 		t.Errorf("YAML: %v\n%s", err, buf.String())
 	}
 }

@@ -1,7 +1,6 @@
 package describe
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 )
 
 // RenderOptions control the text presentation.
@@ -104,26 +102,6 @@ func Render(w io.Writer, t *Tree, o RenderOptions) error {
 	}
 	r.addNode("", t.Root)
 	return writeAligned(w, r.rows)
-}
-
-// RenderJSON and RenderYAML write the tree as data for scripts.
-func RenderJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
-}
-
-// RenderYAML writes v as YAML.
-func RenderYAML(w io.Writer, v any) error {
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 func (r *renderer) since(t time.Time) string {

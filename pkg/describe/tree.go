@@ -169,6 +169,52 @@ func matchShowConditions(kind, name, spec string) conditionFilter {
 
 type builder struct {
 	opts Options
+	// kinds are the kinds of the objects added (shown, hidden as echoes or grouped), by lower-case
+	// name, for checking --show-conditions.
+	kinds map[string]string
+}
+
+// seen records an object's kind.
+func (b *builder) seen(n *Node) {
+	if n.Category == CategoryVirtual || n.Kind == "" {
+		return
+	}
+	if b.kinds == nil {
+		b.kinds = map[string]string{}
+	}
+	b.kinds[strings.ToLower(n.Kind)] = n.Kind
+}
+
+// UnknownKindError says a --show-conditions entry names a kind the cluster's tree does not have.
+type UnknownKindError struct {
+	Entry, Kind string
+	// Cluster is namespace/name; Kinds are the kinds in its tree, sorted.
+	Cluster string
+	Kinds   []string
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("--show-conditions %s: the tree of cluster %s has no %s; its kinds are %s", e.Entry, e.Cluster, e.Kind, strings.Join(e.Kinds, ", "))
+}
+
+// checkShowConditions refuses entries whose kind is not in the tree (a typo would otherwise show
+// nothing, silently).
+func (b *builder) checkShowConditions(cluster string) error {
+	for _, f := range strings.Split(b.opts.ShowConditions, ",") {
+		kind, _, _ := strings.Cut(strings.TrimSuffix(f, "+"), "/")
+		if kind == "" || strings.EqualFold(kind, "all") {
+			continue
+		}
+		if _, ok := b.kinds[strings.ToLower(kind)]; !ok {
+			kinds := make([]string, 0, len(b.kinds))
+			for _, k := range b.kinds {
+				kinds = append(kinds, k)
+			}
+			sort.Strings(kinds)
+			return &UnknownKindError{Entry: f, Kind: kind, Cluster: cluster, Kinds: kinds}
+		}
+	}
+	return nil
 }
 
 func sameStatusReason(a, b *Condition) bool {
@@ -188,6 +234,7 @@ func sameStatusSeverityReason(a, b *Condition) bool {
 // add attaches n under parent, applying the echo and grouping rules. It reports whether n itself
 // became visible (false when hidden as an echo or merged into a group).
 func (b *builder) add(parent, n *Node) bool {
+	b.seen(n)
 	n.showConditions = matchShowConditions(n.Kind, n.Name, b.opts.ShowConditions)
 	v1 := b.opts.V1Beta1
 

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -319,9 +317,42 @@ func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, out map[objKey]f
 	wg.Wait()
 }
 
-// Discover reads a cluster and the objects around it and builds its tree. It lists each kind once
-// per namespace (by the cluster-name label) and resolves references in memory.
-func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
+// Snapshot is everything describe reads of one cluster: the Cluster, the lists of its kinds and
+// the objects they reference. Fetch reads it with a number of requests that does not grow with
+// the number of machines; Build turns it into a tree without any further request.
+type Snapshot struct {
+	// ServedVersion is the cluster.x-k8s.io version the objects were read at.
+	ServedVersion string                     `json:"servedVersion"`
+	Cluster       *unstructured.Unstructured `json:"cluster"`
+	// The cluster's objects, each list sorted by name (MachineHealthChecks and
+	// ClusterResourceSets are those of the namespace).
+	Machines            []unstructured.Unstructured `json:"machines,omitempty"`
+	MachineDeployments  []unstructured.Unstructured `json:"machineDeployments,omitempty"`
+	MachineSets         []unstructured.Unstructured `json:"machineSets,omitempty"`
+	MachinePools        []unstructured.Unstructured `json:"machinePools,omitempty"`
+	MachineHealthChecks []unstructured.Unstructured `json:"machineHealthChecks,omitempty"`
+	// ClusterResourceSets and the binding are read with ShowResourceSets only.
+	ClusterResourceSets       []unstructured.Unstructured `json:"clusterResourceSets,omitempty"`
+	ClusterResourceSetBinding *unstructured.Unstructured  `json:"clusterResourceSetBinding,omitempty"`
+	// Referenced are the objects the Cluster, machines and pools reference (infrastructure,
+	// control plane, bootstrap configs), each with why it could not be read when it could not.
+	Referenced []Referenced `json:"referenced,omitempty"`
+}
+
+// Referenced is one referenced object, or the reason it could not be read.
+type Referenced struct {
+	Group     string                     `json:"group,omitempty"`
+	Kind      string                     `json:"kind"`
+	Namespace string                     `json:"namespace"`
+	Name      string                     `json:"name"`
+	Object    *unstructured.Unstructured `json:"object,omitempty"`
+	Error     string                     `json:"error,omitempty"`
+}
+
+// Fetch reads a cluster and the objects around it. It lists each kind once per namespace (by the
+// cluster-name label) and reads referenced objects in bulk; opts.Namespace, opts.Name and
+// opts.ShowResourceSets say what to read.
+func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 	d := &discoverer{c: c, opts: opts, versions: map[schema.GroupKind]versionResult{}}
 	clusterGVK, ok, err := d.servedGVK(coreGroup, "Cluster")
 	if err != nil {
@@ -338,11 +369,20 @@ func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
 		}
 		return nil, fmt.Errorf("reading cluster %s/%s: %w", opts.Namespace, opts.Name, err)
 	}
+	s := &Snapshot{ServedVersion: clusterGVK.Version, Cluster: cl}
+	if err := d.fetchLists(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := d.fetchReferenced(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	// All lists at once: they do not depend on each other.
+// fetchLists lists the cluster's kinds, all at once: they do not depend on each other.
+func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
+	opts := d.opts
 	sel := map[string]string{clusterNameLabel: opts.Name}
-	var machines, mds, mss, mps, mhcs, crss []unstructured.Unstructured
-	var binding *unstructured.Unstructured
 	g, gctx := errgroup.WithContext(ctx)
 	listInto := func(dst *[]unstructured.Unstructured, group, kind string, sel map[string]string) {
 		g.Go(func() error {
@@ -351,13 +391,13 @@ func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
 			return err
 		})
 	}
-	listInto(&machines, coreGroup, "Machine", sel)
-	listInto(&mds, coreGroup, "MachineDeployment", sel)
-	listInto(&mss, coreGroup, "MachineSet", sel)
-	listInto(&mps, coreGroup, "MachinePool", sel)
-	listInto(&mhcs, coreGroup, "MachineHealthCheck", nil)
+	listInto(&s.Machines, coreGroup, "Machine", sel)
+	listInto(&s.MachineDeployments, coreGroup, "MachineDeployment", sel)
+	listInto(&s.MachineSets, coreGroup, "MachineSet", sel)
+	listInto(&s.MachinePools, coreGroup, "MachinePool", sel)
+	listInto(&s.MachineHealthChecks, coreGroup, "MachineHealthCheck", nil)
 	if opts.ShowResourceSets {
-		listInto(&crss, addonsGroup, "ClusterResourceSet", nil)
+		listInto(&s.ClusterResourceSets, addonsGroup, "ClusterResourceSet", nil)
 		g.Go(func() error {
 			gvk, ok, err := d.servedGVK(addonsGroup, "ClusterResourceSetBinding")
 			if err != nil || !ok {
@@ -365,285 +405,67 @@ func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
 			}
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
-			if err := c.Get(gctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, u); err != nil {
+			if err := d.c.Get(gctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, u); err != nil {
 				if apierrors.IsNotFound(err) {
 					return nil
 				}
 				return fmt.Errorf("reading ClusterResourceSetBinding %s/%s: %w", opts.Namespace, opts.Name, err)
 			}
-			binding = u
+			s.ClusterResourceSetBinding = u
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
+	return g.Wait()
+}
 
-	// Referenced objects: the two singletons by GET, machine and pool objects in bulk.
-	ns := cl.GetNamespace()
-	infraRef := readRef(cl.Object, ns, "spec", "infrastructureRef")
-	cpRef := readRef(cl.Object, ns, "spec", "controlPlaneRef")
+// fetchReferenced reads the referenced objects: the Cluster's two by GET, machine and pool
+// objects in bulk.
+func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
+	ns := s.Cluster.GetNamespace()
+	singles := []ref{readRef(s.Cluster.Object, ns, "spec", "infrastructureRef"), readRef(s.Cluster.Object, ns, "spec", "controlPlaneRef")}
 	var bulk []ref
-	for i := range machines {
-		m := machines[i].Object
+	for i := range s.Machines {
+		m := s.Machines[i].Object
 		bulk = append(bulk, readRef(m, ns, "spec", "infrastructureRef"), readRef(m, ns, "spec", "bootstrap", "configRef"))
 	}
-	for i := range mps {
-		m := mps[i].Object
+	for i := range s.MachinePools {
+		m := s.MachinePools[i].Object
 		bulk = append(bulk, readRef(m, ns, "spec", "template", "spec", "infrastructureRef"), readRef(m, ns, "spec", "template", "spec", "bootstrap", "configRef"))
 	}
 	objs := map[objKey]fetched{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); d.fetchSingles(ctx, []ref{infraRef, cpRef}, objs, &mu) }()
+	go func() { defer wg.Done(); d.fetchSingles(ctx, singles, objs, &mu) }()
 	go func() { defer wg.Done(); d.fetchBulk(ctx, bulk, objs, &mu) }()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
-
-	t := &Tree{V1Beta1: opts.V1Beta1, ServedVersion: clusterGVK.Version}
-	b := &builder{opts: opts}
-	root := objectNode(cl, CategoryCluster, "")
-	root.showConditions = matchShowConditions(root.Kind, root.Name, opts.ShowConditions)
-	t.Root = root
-
-	refNode := func(r ref, cat Category, role string) *Node {
-		f, ok := objs[keyOf(r)]
-		if ok && f.obj != nil {
-			return objectNode(f.obj, cat, role)
+	for k, f := range objs {
+		r := Referenced{Group: k.gk.Group, Kind: k.gk.Kind, Namespace: k.namespace, Name: k.name, Object: f.obj}
+		if f.err != nil {
+			r.Error = f.err.Error()
 		}
-		n := &Node{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Category: cat, Role: role, Missing: true}
-		if r.Group != "" {
-			n.APIVersion = schema.GroupVersion{Group: r.Group, Version: r.Version}.String()
-		}
-		if ok && f.err != nil {
-			n.Error = f.err.Error()
-		} else {
-			n.Error = "not found"
-		}
-		return n
+		s.Referenced = append(s.Referenced, r)
 	}
-
-	if infraRef.defined() {
-		b.add(root, refNode(infraRef, CategoryObject, "ClusterInfrastructure"))
-	}
-
-	if opts.ShowResourceSets && binding != nil {
-		crsByName := map[string]*unstructured.Unstructured{}
-		for i := range crss {
-			crsByName[crss[i].GetName()] = &crss[i]
+	sort.Slice(s.Referenced, func(i, j int) bool {
+		a, b := s.Referenced[i], s.Referenced[j]
+		if a.Group+"/"+a.Kind != b.Group+"/"+b.Kind {
+			return a.Group+"/"+a.Kind < b.Group+"/"+b.Kind
 		}
-		group := &Node{Kind: "ClusterResourceSetGroup", Namespace: ns, Name: "ClusterResourceSets", Category: CategoryVirtual}
-		b.add(root, group)
-		bindings, _ := nestedSlice(binding.Object, "spec", "bindings")
-		for _, it := range bindings {
-			m, _ := it.(map[string]any)
-			name := str(m["clusterResourceSetName"])
-			if name == "" {
-				continue
-			}
-			var n *Node
-			if o, ok := crsByName[name]; ok {
-				n = objectNode(o, CategoryObject, "ClusterResourceSet")
-			} else {
-				n = &Node{Kind: "ClusterResourceSet", Namespace: ns, Name: name, Category: CategoryReference, Missing: true, Error: "not found"}
-			}
-			b.add(group, n)
-		}
-	}
-
-	placed := map[string]bool{}
-	var addMachine func(parent *Node, m *unstructured.Unstructured)
-	addMachine = func(parent *Node, m *unstructured.Unstructured) {
-		placed[m.GetName()] = true
-		n := objectNode(m, CategoryMachine, "")
-		if !b.add(parent, n) {
-			return
-		}
-		if r := readRef(m.Object, ns, "spec", "infrastructureRef"); r.defined() {
-			in := refNode(r, CategoryObject, "MachineInfrastructure")
-			in.noEcho = true
-			b.add(n, in)
-		}
-		if r := readRef(m.Object, ns, "spec", "bootstrap", "configRef"); r.defined() {
-			bn := refNode(r, CategoryObject, "BootstrapConfig")
-			bn.noEcho = true
-			b.add(n, bn)
-		}
-	}
-	templates := func(parent *Node, refs map[string]ref) {
-		if !opts.ShowTemplates {
-			return
-		}
-		var tn *Node
-		for _, role := range []string{"BootstrapConfigTemplate", "MachineInfrastructureTemplate"} {
-			r, ok := refs[role]
-			if !ok || !r.defined() {
-				continue
-			}
-			if tn == nil {
-				tn = &Node{Kind: "TemplateGroup", Namespace: ns, Name: "Templates", Category: CategoryVirtual, zOrder: 1}
-				b.add(parent, tn)
-			}
-			n := &Node{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Category: CategoryReference, Role: role}
-			if r.Group != "" {
-				n.APIVersion = schema.GroupVersion{Group: r.Group, Version: r.Version}.String()
-			}
-			b.add(tn, n)
-		}
-	}
-
-	var cpNode *Node
-	if cpRef.defined() {
-		cpNode = refNode(cpRef, CategoryControlPlane, "ControlPlane")
-		cpNode.groupingParent = true
-		b.add(root, cpNode)
-		if f := objs[keyOf(cpRef)]; f.obj != nil {
-			r := readRef(f.obj.Object, ns, "spec", "machineTemplate", "spec", "infrastructureRef")
-			if !r.defined() {
-				r = readRef(f.obj.Object, ns, "spec", "machineTemplate", "infrastructureRef")
-			}
-			templates(cpNode, map[string]ref{"MachineInfrastructureTemplate": r})
-		}
-	}
-	if cpNode != nil {
-		for i := range machines {
-			if _, ok := machines[i].GetLabels()[controlPlaneLabel]; ok {
-				addMachine(cpNode, &machines[i])
-			}
-		}
-	}
-
-	workers := &Node{Kind: "WorkerGroup", Namespace: ns, Name: "Workers", Category: CategoryVirtual}
-	workersAdded := false
-	addWorkers := func() {
-		if !workersAdded {
-			b.add(root, workers)
-			workersAdded = true
-		}
-	}
-	for i := range mds {
-		md := &mds[i]
-		addWorkers()
-		mdNode := objectNode(md, CategoryMachineDeployment, "")
-		mdNode.groupingParent = !opts.ShowMachineSets
-		b.add(workers, mdNode)
-		templates(mdNode, map[string]ref{
-			"BootstrapConfigTemplate":       readRef(md.Object, ns, "spec", "template", "spec", "bootstrap", "configRef"),
-			"MachineInfrastructureTemplate": readRef(md.Object, ns, "spec", "template", "spec", "infrastructureRef"),
-		})
-		for j := range mss {
-			ms := &mss[j]
-			if !controlledBy(ms, coreGroup, "MachineDeployment", md.GetName()) {
-				continue
-			}
-			parent := mdNode
-			if opts.ShowMachineSets {
-				msNode := objectNode(ms, CategoryMachineSet, "")
-				msNode.groupingParent = true
-				b.add(mdNode, msNode)
-				parent = msNode
-			}
-			for k := range machines {
-				m := &machines[k]
-				if !placed[m.GetName()] && controlledBy(m, coreGroup, "MachineSet", ms.GetName()) {
-					addMachine(parent, m)
-				}
-			}
-		}
-	}
-	for i := range mps {
-		mp := &mps[i]
-		addWorkers()
-		mpNode := objectNode(mp, CategoryMachinePool, "")
-		mpNode.groupingParent = true
-		if b.add(workers, mpNode) {
-			if r := readRef(mp.Object, ns, "spec", "template", "spec", "bootstrap", "configRef"); r.defined() {
-				n := refNode(r, CategoryObject, "BootstrapConfig")
-				n.noEcho = true
-				b.add(mpNode, n)
-			}
-			if r := readRef(mp.Object, ns, "spec", "template", "spec", "infrastructureRef"); r.defined() {
-				n := refNode(r, CategoryObject, "MachinePoolInfrastructure")
-				n.noEcho = true
-				b.add(mpNode, n)
-			}
-		}
-		for k := range machines {
-			m := &machines[k]
-			if !placed[m.GetName()] && controlledBy(m, coreGroup, "MachinePool", mp.GetName()) {
-				addMachine(mpNode, m)
-			}
-		}
-	}
-	if len(placed) < len(machines) {
-		addWorkers()
-		other := &Node{Kind: "OtherGroup", Namespace: ns, Name: "Other", Category: CategoryVirtual}
-		b.add(workers, other)
-		for i := range machines {
-			if !placed[machines[i].GetName()] {
-				addMachine(other, &machines[i])
-			}
-		}
-	}
-
-	d.addHealthChecks(b, root, mhcs, machines)
-
-	sortTree(root)
-	root.FirstFailing = findFirstFailing(root, opts.V1Beta1)
-	return t, nil
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	return nil
 }
 
-// addHealthChecks adds the MachineHealthChecks of the cluster, with the machines each selects and
-// which of those it sees as unhealthy (HealthCheckSucceeded=False).
-func (d *discoverer) addHealthChecks(b *builder, root *Node, mhcs, machines []unstructured.Unstructured) {
-	var nodes []*Node
-	for i := range mhcs {
-		mhc := &mhcs[i]
-		if nestedString(mhc.Object, "spec", "clusterName") != d.opts.Name {
-			continue
-		}
-		n := objectNode(mhc, CategoryHealthCheck, "")
-		hc := &HealthCheck{
-			ExpectedMachines: nestedInt(mhc.Object, "status", "expectedMachines"),
-			CurrentHealthy:   nestedInt(mhc.Object, "status", "currentHealthy"),
-		}
-		selector := labels.Nothing()
-		if sm, ok := nestedMap(mhc.Object, "spec", "selector"); ok {
-			ls := &metav1.LabelSelector{}
-			if err := runtimeConvert(sm, ls); err == nil {
-				if s, err := metav1.LabelSelectorAsSelector(ls); err == nil {
-					selector = s
-				}
-			}
-		}
-		for j := range machines {
-			m := &machines[j]
-			if !selector.Matches(labels.Set(m.GetLabels())) {
-				continue
-			}
-			hc.Selected++
-			c := findCondition(v1beta2Conditions(m), "HealthCheckSucceeded")
-			if c == nil {
-				c = findCondition(v1beta1Conditions(m), "HealthCheckSucceeded")
-			}
-			if c != nil && c.Status == "False" {
-				hc.Unhealthy = append(hc.Unhealthy, m.GetName())
-			}
-		}
-		n.HealthCheck = hc
-		nodes = append(nodes, n)
+// Discover fetches a cluster's snapshot and builds its tree.
+func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
+	s, err := Fetch(ctx, c, opts)
+	if err != nil {
+		return nil, err
 	}
-	if len(nodes) == 0 {
-		return
-	}
-	group := &Node{Kind: "MachineHealthCheckGroup", Namespace: root.Namespace, Name: "MachineHealthChecks", Category: CategoryVirtual, zOrder: -1}
-	b.add(root, group)
-	for _, n := range nodes {
-		b.add(group, n)
-	}
+	return Build(s, opts)
 }
 
 // notFound explains a missing cluster: a missing namespace, or the clusters that do exist there.
@@ -660,103 +482,4 @@ func (d *discoverer) notFound(ctx context.Context, clusterGVK schema.GroupVersio
 		}
 	}
 	return e
-}
-
-// objectNode builds a row from an object: conditions of both generations, version, counters.
-func objectNode(u *unstructured.Unstructured, cat Category, role string) *Node {
-	n := &Node{
-		Kind: u.GetKind(), APIVersion: u.GetAPIVersion(), Namespace: u.GetNamespace(), Name: u.GetName(),
-		Category: cat, Role: role,
-		Deleting:          u.GetDeletionTimestamp() != nil,
-		Conditions:        v1beta2Conditions(u),
-		V1Beta1Conditions: v1beta1Conditions(u),
-		labels:            u.GetLabels(),
-	}
-	o := u.Object
-	legacy := isLegacyVersion(u.GetAPIVersion())
-	// counter reads status.v1beta2.<f> on v1beta1 objects (where the new counters live), else status.<f>.
-	counter := func(f string, v1beta1Fallback string) *int32 {
-		if legacy {
-			if v := nestedInt(o, "status", "v1beta2", f); v != nil {
-				return v
-			}
-			if v1beta1Fallback != "" {
-				return nestedInt(o, "status", v1beta1Fallback)
-			}
-			return nil
-		}
-		return nestedInt(o, "status", f)
-	}
-	switch cat {
-	case CategoryCluster:
-		n.Version = nestedString(o, "spec", "topology", "version")
-		n.Topology = nestedString(o, "spec", "topology", "classRef", "name")
-		if n.Topology == "" {
-			n.Topology = nestedString(o, "spec", "topology", "class")
-		}
-		_, pausedAnn := u.GetAnnotations()[pausedAnnotation]
-		n.Paused = nestedBool(o, "spec", "paused") || pausedAnn
-		base := []string{"status"}
-		if legacy {
-			base = []string{"status", "v1beta2"}
-		}
-		sum := func(f string) *int32 {
-			cp := nestedInt(o, append(append([]string{}, base...), "controlPlane", f)...)
-			w := nestedInt(o, append(append([]string{}, base...), "workers", f)...)
-			if cp == nil && w == nil {
-				return nil
-			}
-			var s int32
-			if cp != nil {
-				s += *cp
-			}
-			if w != nil {
-				s += *w
-			}
-			return &s
-		}
-		r := &Replicas{Available: sum("availableReplicas"), Ready: sum("readyReplicas"), UpToDate: sum("upToDateReplicas")}
-		cur, des := sum("replicas"), sum("desiredReplicas")
-		if cur != nil || des != nil {
-			r.Current, r.Desired = orZero(cur), orZero(des)
-		}
-		n.Replicas = r
-	case CategoryControlPlane:
-		n.Version = nestedString(o, "spec", "version")
-		r := &Replicas{
-			Available: counter("availableReplicas", ""),
-			Ready:     counter("readyReplicas", "readyReplicas"),
-			UpToDate:  counter("upToDateReplicas", "updatedReplicas"),
-		}
-		if cur, des := nestedInt(o, "status", "replicas"), nestedInt(o, "spec", "replicas"); cur != nil && des != nil {
-			r.Current, r.Desired = cur, des
-		}
-		n.Replicas = r
-	case CategoryMachineDeployment, CategoryMachineSet, CategoryMachinePool:
-		n.Version = nestedString(o, "spec", "template", "spec", "version")
-		r := &Replicas{
-			Available: counter("availableReplicas", ""),
-			Ready:     counter("readyReplicas", ""),
-			UpToDate:  counter("upToDateReplicas", ""),
-		}
-		if des := nestedInt(o, "spec", "replicas"); des != nil {
-			r.Current, r.Desired = orZero(nestedInt(o, "status", "replicas")), des
-		}
-		n.Replicas = r
-	case CategoryMachine:
-		n.Version = nestedString(o, "spec", "version")
-	}
-	return n
-}
-
-func orZero(v *int32) *int32 {
-	if v == nil {
-		var z int32
-		return &z
-	}
-	return v
-}
-
-func runtimeConvert(in map[string]any, out any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(in, out)
 }
