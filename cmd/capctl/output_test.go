@@ -14,7 +14,6 @@ import (
 // its command adopts internal/output.
 var notYetOnOutputLayer = map[string]bool{
 	"capctl describe cluster": true, "capctl describe clusters": true, "capctl move": true,
-	"capctl generate cluster": true, "capctl generate yaml": true,
 }
 
 // Every -o flag speaks one vocabulary with the same default: text, json, yaml.
