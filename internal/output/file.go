@@ -18,6 +18,13 @@ const PrivateFileMode fs.FileMode = 0o600
 // old file (or none), and an existing file's looser mode (0644) does not survive: the result is
 // 0600 whatever was there. A symlink is followed, so the file it points at is replaced.
 func WritePrivateFile(path string, data []byte) error {
+	return WriteFileAtomic(path, data, PrivateFileMode)
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same directory and one
+// rename, with the file's mode set to mode before the first byte is written: readers see the old
+// file or the new one, never a part. Caches use it with 0644; secrets go through WritePrivateFile.
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	target, err := resolveTarget(path)
 	if err != nil {
 		return err
@@ -35,10 +42,10 @@ func WritePrivateFile(path string, data []byte) error {
 			_ = os.Remove(tmpName)
 		}
 	}()
-	// CreateTemp already creates 0600; the explicit chmod keeps that true whatever the platform
-	// or a future Go does, and happens before any byte is written.
-	if err := tmp.Chmod(PrivateFileMode); err != nil {
-		return fmt.Errorf("restricting %s to mode 0600: %w", tmpName, err)
+	// CreateTemp creates 0600; the explicit chmod sets the wanted mode whatever the platform or a
+	// future Go does, before any byte is written.
+	if err := tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("setting mode %v on %s: %w", mode, tmpName, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

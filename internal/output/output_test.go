@@ -228,3 +228,16 @@ func TestObjectsYAMLAndJSON(t *testing.T) {
 		t.Errorf("json: %s %v", j, err)
 	}
 }
+
+func TestWriteFileAtomicKeepsTheGivenMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "versions.json")
+	for _, content := range []string{"[1]", "[1,2]"} {
+		if err := WriteFileAtomic(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if b, _ := os.ReadFile(p); err != nil || st.Mode().Perm() != 0o644 || string(b) != content {
+			t.Errorf("mode %v content %q %v", st.Mode().Perm(), b, err)
+		}
+	}
+}

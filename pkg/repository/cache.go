@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/capctl/capctl/internal/output"
 )
 
 // diskCache keeps fetched files under {dir}/files/{repository}/{version}/{file} and version lists
@@ -164,23 +166,5 @@ func writeFileAtomic(p string, data []byte, mode fs.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(p), err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-"+filepath.Base(p)+"-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	return nil
+	return output.WriteFileAtomic(p, data, mode)
 }
