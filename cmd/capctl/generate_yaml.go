@@ -117,9 +117,9 @@ func writeObjects(f *factory, objs []unstructured.Unstructured, format output.Fo
 	var b []byte
 	var err error
 	if format == output.JSON {
-		b, err = templates.JSON(objs)
+		b, err = output.ObjectsJSON(objs)
 	} else {
-		b, err = templates.YAML(objs)
+		b, err = output.ObjectsYAML(objs)
 	}
 	if err != nil {
 		return err

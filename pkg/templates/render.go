@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
 )
@@ -350,9 +349,3 @@ func isBlank(b []byte) bool {
 	}
 	return true
 }
-
-// YAML renders objects as clusterctl prints them (output.ObjectsYAML).
-func YAML(objs []unstructured.Unstructured) ([]byte, error) { return output.ObjectsYAML(objs) }
-
-// JSON renders objects as one v1 List, indented (output.ObjectsJSON).
-func JSON(objs []unstructured.Unstructured) ([]byte, error) { return output.ObjectsJSON(objs) }

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/variables"
 )
@@ -73,7 +74,7 @@ func TestRenderFixtureTemplatesGolden(t *testing.T) {
 				if len(res.IncludedClasses) != 1 {
 					t.Fatalf("included classes = %v, want one", res.IncludedClasses)
 				}
-				out, err := YAML(res.Objects)
+				out, err := output.ObjectsYAML(res.Objects)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -324,14 +325,15 @@ metadata: {name: cr}
 
 func TestYAMLAndJSONOutput(t *testing.T) {
 	objs, _ := parseDocuments("t", []byte("kind: A\napiVersion: v1\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n"))
-	y, err := YAML(objs)
+	// The documents parsed here print through the one object printer of the commands.
+	y, err := output.ObjectsYAML(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n"; string(y) != want {
 		t.Errorf("YAML:\n%s\nwant:\n%s", y, want)
 	}
-	j, err := JSON(objs)
+	j, err := output.ObjectsJSON(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +367,7 @@ func BenchmarkRenderDevelopment(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := YAML(res.Objects); err != nil {
+		if _, err := output.ObjectsYAML(res.Objects); err != nil {
 			b.Fatal(err)
 		}
 	}
