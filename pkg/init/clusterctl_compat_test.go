@@ -22,13 +22,7 @@ import (
 // `clusterctl describe cluster`. It needs a clusterctl binary (v1.14.x) named by $CAPCTL_CLUSTERCTL
 // (see docs: build it from the Go module proxy with a wrapper module) and skips without one.
 func TestClusterctlReadsCapctlInit(t *testing.T) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
-	}
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	bin := needClusterctl(t)
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})
@@ -77,6 +71,20 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 	}
 }
 
+// needClusterctl returns the reference clusterctl named by $CAPCTL_CLUSTERCTL, skipping the test
+// without it or under -short.
+func needClusterctl(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("CAPCTL_CLUSTERCTL")
+	if bin == "" {
+		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
+	}
+	if testing.Short() {
+		t.Skip("integration test: needs real API servers")
+	}
+	return bin
+}
+
 func runClusterctl(t *testing.T, ctx context.Context, bin, home, kubeconfig, cfgPath string, args ...string) string {
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -94,13 +102,7 @@ func runClusterctl(t *testing.T, ctx context.Context, bin, home, kubeconfig, cfg
 // TestCapctlReadsClusterctlInit is the other direction: a management cluster initialised by
 // clusterctl is recognised by capctl init (an identical init is a no-op) and extended by it.
 func TestCapctlReadsClusterctlInit(t *testing.T) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
-	}
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	bin := needClusterctl(t)
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -126,7 +127,9 @@ func List(ctx context.Context, c client.Reader) ([]Provider, error) {
 }
 
 // EnsureCRD installs the inventory CRD when missing and waits until it is Established (1 min).
-// An existing CRD without v1alpha3 is refused, as clusterctl does.
+// An existing CRD without v1alpha3 is refused, as clusterctl does. The CRD carries clusterctl's
+// labels exactly (only CoreLabel=inventory): ClusterctlLabel on it would make clusterctl move
+// carry the inventory, so an existing CRD an older capctl labelled so is repaired.
 func EnsureCRD(ctx context.Context, c client.Client) error {
 	existing := &apiextensionsv1.CustomResourceDefinition{}
 	err := c.Get(ctx, client.ObjectKey{Name: CRDName}, existing)
@@ -134,6 +137,12 @@ func EnsureCRD(ctx context.Context, c client.Client) error {
 	case err == nil:
 		for _, v := range existing.Spec.Versions {
 			if v.Name == Version {
+				if _, extra := existing.Labels[ClusterctlLabel]; extra {
+					patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+ClusterctlLabel+`":null}}}`))
+					if err := c.Patch(ctx, existing, patch); err != nil {
+						return fmt.Errorf("removing the %s label from the inventory CRD %s (clusterctl does not set it): %w", ClusterctlLabel, CRDName, err)
+					}
+				}
 				return waitEstablished(ctx, c)
 			}
 		}
@@ -145,7 +154,6 @@ func EnsureCRD(ctx context.Context, c client.Client) error {
 	if err != nil {
 		return err
 	}
-	crd.Labels[ClusterctlLabel] = ""
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the inventory CRD %s: %w", CRDName, err)
 	}

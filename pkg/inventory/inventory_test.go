@@ -2,7 +2,11 @@ package inventory_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -62,5 +66,47 @@ func TestInventoryRoundTripOnRealAPIServer(t *testing.T) {
 	items, _ = inventory.List(ctx, c)
 	if len(items) != 2 {
 		t.Errorf("after delete: %+v", items)
+	}
+}
+
+// TestInventoryCRDLabelsAreClusterctls: the inventory CRD carries exactly clusterctl's label
+// (clusterctl.cluster.x-k8s.io/core: inventory). The clusterctl.cluster.x-k8s.io label is how
+// clusterctl move picks the kinds it carries, so it must not be there; a CRD an older capctl
+// labelled so is repaired.
+func TestInventoryCRDLabelsAreClusterctls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	env := testenv.Start(t, testenv.Options{})
+	ctx := testenv.Context(t)
+	labels := func() map[string]string {
+		t.Helper()
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: inventory.CRDName}, crd); err != nil {
+			t.Fatal(err)
+		}
+		return crd.Labels
+	}
+	want := map[string]string{inventory.CoreLabel: inventory.CoreInventoryValue}
+	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(); !reflect.DeepEqual(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	// As an older capctl left it.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: inventory.CRDName}, crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Labels[inventory.ClusterctlLabel] = ""
+	if err := env.Client.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(); !reflect.DeepEqual(got, want) {
+		t.Errorf("after repair: labels %v, want %v", got, want)
 	}
 }
