@@ -1,0 +1,382 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/capctl/capctl/pkg/repository"
+)
+
+// Actions of an object in a Report.
+const (
+	// Converted: rewritten at the target version.
+	Converted = "converted"
+	// Unchanged: already at the target version.
+	Unchanged = "unchanged"
+	// PassedThrough: a Cluster API kind capctl has no conversion code for, copied as it is.
+	PassedThrough = "passed through"
+	// NotCAPI: not a Cluster API object, copied byte for byte.
+	NotCAPI = "not Cluster API"
+)
+
+// Request is one convert run.
+type Request struct {
+	// Paths are files or directories (every *.yaml and *.yml below it, hidden folders skipped);
+	// "-" (or no path) reads Stdin.
+	Paths []string
+	Stdin io.Reader
+	// ToVersion is the target version; only v1beta2 (the default) is accepted.
+	ToVersion string
+	// InPlace writes each changed file back (mode kept, atomically) once every file converted.
+	InPlace bool
+	// DryRun converts and reports, writing nothing.
+	DryRun bool
+}
+
+// Report is what a run did (or, with DryRun, would do).
+type Report struct {
+	Files []*FileReport `json:"files"`
+	// Written lists the files rewritten in place.
+	Written []string `json:"written,omitempty"`
+}
+
+// FileReport is one input file.
+type FileReport struct {
+	Path    string         `json:"path"`
+	Objects []ObjectReport `json:"objects"`
+	// Changed is true when at least one object was converted.
+	Changed bool `json:"changed"`
+	// Output is the converted text (the input, byte for byte, when nothing changed).
+	Output []byte `json:"-"`
+}
+
+// ObjectReport is one document of a file.
+type ObjectReport struct {
+	Line      int      `json:"line"`
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace,omitempty"`
+	Name      string   `json:"name"`
+	From      string   `json:"from"`
+	To        string   `json:"to"`
+	Action    string   `json:"action"`
+	Warnings  []string `json:"warnings,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Object names the object as "Kind namespace/name".
+func (o ObjectReport) Object() string {
+	n := o.Name
+	if o.Namespace != "" {
+		n = o.Namespace + "/" + n
+	}
+	return o.Kind + " " + n
+}
+
+// Counts returns how many objects were converted and how many were copied unchanged.
+func (r *Report) Counts() (converted, unchanged int) {
+	for _, f := range r.Files {
+		for _, o := range f.Objects {
+			if o.Action == Converted {
+				converted++
+			} else if o.Error == "" {
+				unchanged++
+			}
+		}
+	}
+	return converted, unchanged
+}
+
+// Warnings counts the warnings of all objects.
+func (r *Report) Warnings() int {
+	n := 0
+	for _, f := range r.Files {
+		for _, o := range f.Objects {
+			n += len(o.Warnings)
+		}
+	}
+	return n
+}
+
+// ObjectsError is returned when objects could not be converted; it lists every one of them.
+type ObjectsError struct{ Failures []string }
+
+func (e *ObjectsError) Error() string {
+	return fmt.Sprintf("%d object(s) could not be converted (nothing was written):\n  %s", len(e.Failures), strings.Join(e.Failures, "\n  "))
+}
+
+// Validate checks a request before any file is read.
+func (r *Request) Validate() error {
+	if r.ToVersion == "" {
+		r.ToVersion = TargetVersion
+	}
+	if r.ToVersion != TargetVersion {
+		return fmt.Errorf("--to-version %q is not supported: the only target version is %s", r.ToVersion, TargetVersion)
+	}
+	if r.InPlace && r.DryRun {
+		return errors.New("--in-place and --dry-run exclude each other: --dry-run shows what --in-place would write")
+	}
+	for _, p := range r.Paths {
+		if p == "-" {
+			if r.InPlace {
+				return errors.New("--in-place needs files or directories, not standard input")
+			}
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		if st.IsDir() && !r.InPlace && !r.DryRun {
+			return fmt.Errorf("%s is a directory: convert it with --in-place (rewrite every *.yaml) or look first with --dry-run", p)
+		}
+	}
+	if len(r.Paths) > 1 && !r.InPlace && !r.DryRun {
+		for _, p := range r.Paths {
+			if p == "-" {
+				return errors.New("standard input cannot be combined with other paths")
+			}
+		}
+	}
+	return nil
+}
+
+// Run converts the request's files. With InPlace it writes changed files only when every object
+// of every file converted; otherwise it writes nothing and returns an *ObjectsError with the report.
+func Run(ctx context.Context, req Request) (*Report, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	paths := req.Paths
+	if len(paths) == 0 {
+		paths = []string{"-"}
+	}
+	files, err := expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	var failures []string
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var data []byte
+		if p == "-" {
+			if req.Stdin == nil {
+				return nil, errors.New("no input: give a file or directory, or pipe YAML into standard input")
+			}
+			data, err = io.ReadAll(req.Stdin)
+		} else {
+			data, err = os.ReadFile(p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		name := p
+		if p == "-" {
+			name = "(stdin)"
+		}
+		fr := ConvertText(name, data)
+		rep.Files = append(rep.Files, fr)
+		for _, o := range fr.Objects {
+			if o.Error != "" {
+				failures = append(failures, fmt.Sprintf("%s:%d %s: %s", name, o.Line, o.Object(), o.Error))
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return rep, &ObjectsError{Failures: failures}
+	}
+	if req.InPlace {
+		for _, f := range rep.Files {
+			if !f.Changed {
+				continue
+			}
+			if err := replaceFile(f.Path, f.Output); err != nil {
+				return rep, fmt.Errorf("writing %s (files before it in the report were written): %w", f.Path, err)
+			}
+			rep.Written = append(rep.Written, f.Path)
+		}
+	}
+	return rep, nil
+}
+
+// expand lists the files of paths: files as given, directories walked for *.yaml/*.yml.
+func expand(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		if p == "-" {
+			files = append(files, p)
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if fp != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if ext := filepath.Ext(fp); (ext == ".yaml" || ext == ".yml") && d.Type().IsRegular() {
+				found = append(found, fp)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walking %s: %w", p, err)
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+// replaceFile writes data over path atomically (a temporary file in the same folder, renamed),
+// keeping the file's mode.
+func replaceFile(path string, data []byte) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".capctl-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ConvertText converts every document of one multi-document YAML text. Documents that are not
+// converted keep their bytes, as do the separators between documents.
+func ConvertText(name string, data []byte) *FileReport {
+	fr := &FileReport{Path: name}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	docs := repository.SplitDocuments(data)
+	var out bytes.Buffer
+	for i, d := range docs {
+		if i > 0 {
+			// The separator line SplitDocuments dropped is the line just before the document.
+			out.Write(lines[d.Line-2])
+		}
+		text, rep := convertDocument(d.Text, d.Line)
+		if rep != nil {
+			fr.Objects = append(fr.Objects, *rep)
+			if rep.Action == Converted {
+				fr.Changed = true
+			}
+		}
+		out.Write(text)
+	}
+	fr.Output = out.Bytes()
+	if !fr.Changed {
+		fr.Output = data
+	}
+	return fr
+}
+
+// convertDocument converts one document; it returns the text to write and the object's report
+// (nil for a document with no object).
+func convertDocument(text []byte, line int) ([]byte, *ObjectReport) {
+	raw, err := sigsyaml.YAMLToJSON(text)
+	if err != nil {
+		return text, &ObjectReport{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		// Only comments or blank lines.
+		return text, nil
+	}
+	obj, err := decodeJSON(raw)
+	if err != nil {
+		// Not a mapping (a list or a scalar): nothing to convert.
+		return text, &ObjectReport{Line: line, Kind: "?", Action: NotCAPI}
+	}
+	gvk := gvkOf(obj)
+	rep := &ObjectReport{Line: line, Kind: gvk.Kind, From: gvk.Version, To: gvk.Version}
+	if md, ok := nestedMap(obj, path("metadata")); ok {
+		rep.Name, _ = md["name"].(string)
+		rep.Namespace, _ = md["namespace"].(string)
+	}
+	switch {
+	case !capiGroup(gvk.Group):
+		rep.Action = NotCAPI
+		return text, rep
+	case gvk.Version == TargetVersion:
+		rep.Action = Unchanged
+		return text, rep
+	case !convertible(gvk):
+		rep.Action = PassedThrough
+		rep.Warnings = []string{passThroughReason(gvk.Group, gvk.Version, gvk.Kind)}
+		return text, rep
+	}
+	res, err := convertObject(obj)
+	if err != nil {
+		rep.Action = PassedThrough
+		rep.Error = err.Error() + hintVariables(text)
+		return text, rep
+	}
+	var node yaml.Node
+	var input *yaml.Node
+	if err := yaml.Unmarshal(text, &node); err == nil {
+		input = &node
+	}
+	b, err := render(res.Out, input, compactSequences(text))
+	if err != nil {
+		rep.Action = PassedThrough
+		rep.Error = "writing the converted object: " + err.Error()
+		return text, rep
+	}
+	rep.Action, rep.To, rep.Warnings = Converted, TargetVersion, res.Warnings
+	return b, rep
+}
+
+func passThroughReason(group, version, kind string) string {
+	if group == "infrastructure.cluster.x-k8s.io" && (strings.HasPrefix(kind, "Docker") || strings.HasPrefix(kind, "Dev")) {
+		return fmt.Sprintf("kept at %s: capctl has no conversion code for the Docker provider's kinds (its types are not built in); %s is still served by the provider's v1.14 CRDs", version, version)
+	}
+	return fmt.Sprintf("kept at %s: capctl has no conversion code for %s/%s %s (only the kinds of sigs.k8s.io/cluster-api/api are converted)", version, group, version, kind)
+}
+
+// hintVariables adds a hint when a document still holds ${VAR} placeholders.
+func hintVariables(text []byte) string {
+	if bytes.Contains(text, []byte("${")) {
+		return " (the document still has ${...} variables: render it first, e.g. with capctl generate yaml)"
+	}
+	return ""
+}

@@ -1,0 +1,258 @@
+package convert
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/repository"
+	"github.com/capctl/capctl/pkg/variables"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestConvertClassicSet converts a typical v1beta1 set (references, strategies, timeouts, an MHC,
+// a ClusterResourceSet, Docker kinds and a ConfigMap) and compares with the golden file.
+func TestConvertClassicSet(t *testing.T) {
+	in := readTestdata(t, "classic-v1beta1.yaml")
+	fr := ConvertText("classic-v1beta1.yaml", in)
+
+	golden := filepath.Join("testdata", "classic-v1beta2.golden.yaml")
+	if *update {
+		if err := os.WriteFile(golden, fr.Output, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fr.Output, want) {
+		t.Errorf("output differs from %s (go test ./pkg/convert -update to accept):\n%s", golden, fr.Output)
+	}
+
+	// Document order and actions.
+	var got []string
+	for _, o := range fr.Objects {
+		if o.Error != "" {
+			t.Errorf("%s: %s", o.Object(), o.Error)
+		}
+		got = append(got, o.Kind+" "+o.From+"->"+o.To+" "+o.Action)
+	}
+	wantObjs := []string{
+		"ConfigMap v1->v1 not Cluster API",
+		"Cluster v1beta1->v1beta2 converted",
+		"DockerCluster v1beta1->v1beta1 passed through",
+		"KubeadmControlPlane v1beta1->v1beta2 converted",
+		"DockerMachineTemplate v1beta1->v1beta1 passed through",
+		"DockerMachineTemplate v1beta1->v1beta1 passed through",
+		"KubeadmConfigTemplate v1beta1->v1beta2 converted",
+		"MachineDeployment v1beta1->v1beta2 converted",
+		"MachineHealthCheck v1beta1->v1beta2 converted",
+		"ClusterResourceSet v1beta1->v1beta2 converted",
+	}
+	if !reflect.DeepEqual(got, wantObjs) {
+		t.Errorf("objects:\n got %q\nwant %q", got, wantObjs)
+	}
+
+	docs := repository.SplitDocuments(fr.Output)
+	objs := map[string]map[string]any{}
+	for _, d := range docs {
+		raw, err := sigsyaml.YAMLToJSON(d.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decodeJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[gvkOf(m).Kind] = m
+	}
+
+	// References: the v1beta2 apiGroup/kind/name form, none dropped.
+	refs := []struct {
+		kind, path, group, refKind, name string
+	}{
+		{"Cluster", "spec.controlPlaneRef", "controlplane.cluster.x-k8s.io", "KubeadmControlPlane", "prod-1-control-plane"},
+		{"Cluster", "spec.infrastructureRef", "infrastructure.cluster.x-k8s.io", "DockerCluster", "prod-1"},
+		{"KubeadmControlPlane", "spec.machineTemplate.spec.infrastructureRef", "infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "prod-1-control-plane"},
+		{"MachineDeployment", "spec.template.spec.bootstrap.configRef", "bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate", "prod-1-md-0"},
+		{"MachineDeployment", "spec.template.spec.infrastructureRef", "infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "prod-1-md-0"},
+	}
+	for _, r := range refs {
+		ref, ok := nestedMap(objs[r.kind], path(r.path))
+		want := map[string]any{"apiGroup": r.group, "kind": r.refKind, "name": r.name}
+		if !ok || !reflect.DeepEqual(ref, want) {
+			t.Errorf("%s %s = %v, want %v", r.kind, r.path, ref, want)
+		}
+	}
+
+	// Fields without a v1beta2 home are reported by object and path.
+	warnings := map[string][]string{}
+	for _, o := range fr.Objects {
+		if o.Action == Converted && len(o.Warnings) > 0 {
+			warnings[o.Object()] = o.Warnings
+		}
+	}
+	wantWarnings := map[string][]string{
+		"MachineDeployment team-a/prod-1-md-0": {
+			`spec.progressDeadlineSeconds: 600 has no place in v1beta2 and is dropped`,
+			`spec.template.spec.infrastructureRef.uid: "3f1c2d3e-0000-4000-8000-000000000001" has no place in v1beta2 and is dropped`,
+		},
+	}
+	if !reflect.DeepEqual(warnings, wantWarnings) {
+		t.Errorf("warnings:\n got %q\nwant %q", warnings, wantWarnings)
+	}
+
+	// The ConfigMap and the Docker documents are byte for byte the input's.
+	inDocs := repository.SplitDocuments(in)
+	for _, i := range []int{0, 2, 4, 5} {
+		if !bytes.Equal(inDocs[i].Text, docs[i].Text) {
+			t.Errorf("document %d changed:\n%s\nwant\n%s", i, docs[i].Text, inDocs[i].Text)
+		}
+	}
+	// Comments of converted objects are kept where the field kept its path.
+	for _, c := range []string{"# the CRS below selects on this", "# scaled down for the weekend: 0, not the default 1"} {
+		if !bytes.Contains(fr.Output, []byte(c)) {
+			t.Errorf("comment %q lost", c)
+		}
+	}
+	// Explicit zeros that mean something survive: replicas 0 and maxSurge 0.
+	if v, _ := nested(objs["MachineDeployment"], path("spec.replicas")); v == nil || v.(interface{ String() string }).String() != "0" {
+		t.Errorf("MachineDeployment replicas = %v, want 0", v)
+	}
+	if v, ok := nested(objs["KubeadmControlPlane"], path("spec.rollout.strategy.rollingUpdate.maxSurge")); !ok || v.(interface{ String() string }).String() != "0" {
+		t.Errorf("KubeadmControlPlane maxSurge = %v, want 0", v)
+	}
+}
+
+// renderFixture renders one of the fixtures' CAPD v1.10.10 (v1beta1) templates with variables.
+func renderFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	dir := filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", "v1.10.10")
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := variables.Process(data, variables.FromMap(map[string]string{
+		"CLUSTER_NAME": "c1", "NAMESPACE": "fleet", "KUBERNETES_VERSION": "v1.33.1",
+		"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "2",
+	}))
+	if err != nil {
+		t.Fatalf("rendering %s: %v", name, err)
+	}
+	return out
+}
+
+var fixtureTemplates = []string{
+	"clusterclass-quick-start.yaml", "clusterclass-in-memory.yaml",
+	"cluster-template-development.yaml", "cluster-template-development-mp.yaml", "cluster-template-in-memory.yaml",
+}
+
+// TestNoZeroValueNoise: the converter's zero values (paused: false, exclusiveMaximum: false,
+// creationTimestamp: null, status: {}) do not reach the output.
+func TestNoZeroValueNoise(t *testing.T) {
+	for _, name := range fixtureTemplates {
+		fr := ConvertText(name, renderFixture(t, name))
+		for _, noise := range []string{"exclusiveMaximum", "exclusiveMinimum", "uniqueItems", "x-kubernetes-preserve-unknown-fields: false", "paused: false", "creationTimestamp", "\nstatus:", ": null"} {
+			if bytes.Contains(fr.Output, []byte(noise)) {
+				t.Errorf("%s: output has %q:\n%s", name, noise, fr.Output)
+			}
+		}
+		for _, o := range fr.Objects {
+			if o.Error != "" {
+				t.Errorf("%s %s: %s", name, o.Object(), o.Error)
+			}
+		}
+	}
+}
+
+// TestRoundTrip converts every convertible object of the test sets to v1beta2 and back and
+// compares with the input: nothing differs but the reported fields and the documented normal
+// forms (durations written as Go durations, references carrying the object's namespace).
+func TestRoundTrip(t *testing.T) {
+	sets := map[string][]byte{"classic-v1beta1.yaml": readTestdata(t, "classic-v1beta1.yaml")}
+	for _, name := range fixtureTemplates {
+		sets[name] = renderFixture(t, name)
+	}
+	n := 0
+	for name, data := range sets {
+		for _, d := range repository.SplitDocuments(data) {
+			raw, err := sigsyaml.YAMLToJSON(d.Text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := decodeJSON(raw)
+			if err != nil || !convertible(gvkOf(in)) {
+				continue
+			}
+			n++
+			res, err := convertObject(in)
+			if err != nil {
+				t.Fatalf("%s line %d: %v", name, d.Line, err)
+			}
+			if got := res.Out["apiVersion"]; !strings.HasSuffix(got.(string), "/v1beta2") {
+				t.Errorf("%s line %d: apiVersion %v", name, d.Line, got)
+			}
+			// The public ConvertBack, with the versions the input's references used.
+			versions := refVersions(gvkOf(in).GroupKind(), in)
+			back, err := ConvertBack(res.Out, gvkOf(in).Version, versions)
+			if err != nil {
+				t.Fatalf("%s line %d: back: %v", name, d.Line, err)
+			}
+			if diff := lost(in, back, nil); !reflect.DeepEqual(diff, res.Warnings) {
+				t.Errorf("%s line %d %v: round trip loses %q, reported %q", name, d.Line, gvkOf(in).Kind, diff, res.Warnings)
+			}
+			for _, extra := range lost(back, in, nil) {
+				if !strings.HasSuffix(strings.SplitN(extra, ":", 2)[0], "Ref.namespace") {
+					t.Errorf("%s line %d %v: round trip adds %s", name, d.Line, gvkOf(in).Kind, extra)
+				}
+			}
+		}
+	}
+	if n < 15 {
+		t.Errorf("only %d objects round-tripped; the test sets should have at least 15", n)
+	}
+}
+
+// TestNonCAPIFileIsByteIdentical: a file without Cluster API objects comes out unchanged,
+// separators with comments and odd spacing included.
+func TestNonCAPIFileIsByteIdentical(t *testing.T) {
+	in := []byte("# leading comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n--- # first\n\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b}\n...\n")
+	fr := ConvertText("x.yaml", in)
+	if fr.Changed || !bytes.Equal(fr.Output, in) {
+		t.Errorf("changed:\n%s", fr.Output)
+	}
+	// A converted object between them leaves them as they were.
+	mixed := append(append([]byte{}, in...), []byte("---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineHealthCheck\nmetadata:\n  name: m\nspec:\n  clusterName: c\n  selector: {}\n")...)
+	fr = ConvertText("x.yaml", mixed)
+	if !fr.Changed || !bytes.HasPrefix(fr.Output, in) || !bytes.Contains(fr.Output, []byte("cluster.x-k8s.io/v1beta2")) {
+		t.Errorf("mixed:\n%s", fr.Output)
+	}
+}
+
+// TestUnrenderedTemplateIsAnError: a raw template with ${VAR} placeholders cannot be decoded; the
+// error names the object and suggests rendering it.
+func TestUnrenderedTemplateIsAnError(t *testing.T) {
+	in := []byte("apiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineDeployment\nmetadata:\n  name: md\nspec:\n  clusterName: c\n  replicas: ${WORKER_MACHINE_COUNT}\n  selector: {}\n  template:\n    spec:\n      clusterName: c\n")
+	fr := ConvertText("t.yaml", in)
+	if len(fr.Objects) != 1 || !strings.Contains(fr.Objects[0].Error, "render it first") || fr.Changed {
+		t.Fatalf("got %+v", fr.Objects)
+	}
+}
