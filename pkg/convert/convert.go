@@ -367,10 +367,7 @@ func convertDocument(text []byte, line int) ([]byte, *ObjectReport) {
 }
 
 func passThroughReason(group, version, kind string) string {
-	if group == "infrastructure.cluster.x-k8s.io" && (strings.HasPrefix(kind, "Docker") || strings.HasPrefix(kind, "Dev")) {
-		return fmt.Sprintf("kept at %s: capctl has no conversion code for the Docker provider's kinds (its types are not built in); %s is still served by the provider's v1.14 CRDs", version, version)
-	}
-	return fmt.Sprintf("kept at %s: capctl has no conversion code for %s/%s %s (only the kinds of sigs.k8s.io/cluster-api/api are converted)", version, group, version, kind)
+	return fmt.Sprintf("kept at %s: capctl has no conversion code for %s/%s %s (it converts the kinds of Cluster API and of the Docker provider); convert it with its provider's tools", version, group, version, kind)
 }
 
 // hintVariables adds a hint when a document still holds ${VAR} placeholders.

@@ -3,10 +3,12 @@
 // the user wrote.
 //
 // The field-by-field conversion is the upstream one: the conversion functions that
-// sigs.k8s.io/cluster-api/api registers in a runtime.Scheme. Upstream leaves a few steps to the
-// hub's ConvertTo (which lives in an internal package of the cluster-api module and cannot be
-// imported): references become the v1beta2 apiGroup/kind/name form, and status booleans move
-// under status.initialization. Those steps are the table in hub.go, nothing else is mapped by hand.
+// sigs.k8s.io/cluster-api/api registers in a runtime.Scheme, and for the Docker provider's kinds
+// (sigs.k8s.io/cluster-api/test) their own ConvertTo/ConvertFrom. For the Cluster API kinds,
+// upstream leaves a few steps to the hub's ConvertTo (which lives in an internal package of the
+// cluster-api module and cannot be imported): references become the v1beta2 apiGroup/kind/name
+// form, and status booleans move under status.initialization. Those steps are the table in
+// hub.go; nothing else is mapped by hand.
 //
 // What the conversion cannot keep is found, not guessed: every converted object is converted
 // back to its original version and compared with the input; a value the round trip does not give

@@ -20,6 +20,8 @@ import (
 	ipamv1beta2 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
 	runtimev1beta2 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	dockerv1beta1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta1"
+	dockerv1beta2 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 )
 
 // TargetVersion is the one version capctl converts to (clusterctl's --to-version accepts only it).
@@ -36,6 +38,9 @@ var scheme = func() *runtime.Scheme {
 		addonsv1beta1.AddToScheme, addonsv1beta2.AddToScheme,
 		ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1beta2.AddToScheme,
 		runtimev1alpha1.AddToScheme, runtimev1beta2.AddToScheme,
+		// The Docker provider (CAPD, with its in-memory Dev kinds): the provider of the quick
+		// start and of the fixtures. Its v1beta1 types carry the upstream ConvertTo/ConvertFrom.
+		dockerv1beta1.AddToScheme, dockerv1beta2.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

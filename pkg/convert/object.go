@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 )
 
 // conversionDataAnnotation is where the upstream conversion webhooks keep v1beta2-only fields of
@@ -50,7 +52,7 @@ func convertObject(in map[string]any) (*objectResult, error) {
 		res.Warnings = append(res.Warnings, l)
 	}
 	if ann, ok := nestedMap(in, path("metadata.annotations")); ok {
-		if _, ok := ann[conversionDataAnnotation]; ok {
+		if _, ok := ann[conversionDataAnnotation]; ok && !restoresConversionData(gvk) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("metadata.annotations[%s]: kept, but the v1beta2 fields stored in it are not restored (only the Cluster API webhooks do that: apply the object and read it back at v1beta2)", conversionDataAnnotation))
 		}
 	}
@@ -94,11 +96,51 @@ func typedConvert(in map[string]any, from, to schema.GroupVersionKind) (map[stri
 	if err := json.Unmarshal(raw, src); err != nil {
 		return nil, fmt.Errorf("not a valid %s %s: %w", from.GroupVersion(), from.Kind, err)
 	}
-	if err := scheme.Convert(src, dst, nil); err != nil {
+	if err := convertTyped(src, dst); err != nil {
 		return nil, fmt.Errorf("converting %s to %s: %w", from.GroupVersion(), to.Version, err)
 	}
 	dst.GetObjectKind().SetGroupVersionKind(to)
 	return toMap(dst)
+}
+
+// convertTyped uses the types' own hub conversion (ConvertTo/ConvertFrom) where they have one,
+// as the provider's conversion webhook would, and the scheme's registered functions otherwise.
+// The conversion-data annotation ConvertFrom writes (for the webhook's next round trip) is
+// dropped: a file converted back is compared with its input, which does not have it.
+func convertTyped(src, dst runtime.Object) error {
+	if c, ok := src.(conversion.Convertible); ok {
+		if h, ok := dst.(conversion.Hub); ok {
+			return c.ConvertTo(h)
+		}
+	}
+	if h, ok := src.(conversion.Hub); ok {
+		if c, ok := dst.(conversion.Convertible); ok {
+			if err := c.ConvertFrom(h); err != nil {
+				return err
+			}
+			if m, err := meta.Accessor(dst); err == nil && m.GetAnnotations() != nil {
+				ann := m.GetAnnotations()
+				delete(ann, conversionDataAnnotation)
+				if len(ann) == 0 {
+					ann = nil
+				}
+				m.SetAnnotations(ann)
+			}
+			return nil
+		}
+	}
+	return scheme.Convert(src, dst, nil)
+}
+
+// restoresConversionData reports whether the kind's own ConvertTo restores the v1beta2 fields
+// kept in the conversion-data annotation.
+func restoresConversionData(gvk schema.GroupVersionKind) bool {
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return false
+	}
+	_, ok := obj.(conversion.Convertible)
+	return ok
 }
 
 func toMap(obj runtime.Object) (map[string]any, error) {
