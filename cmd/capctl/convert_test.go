@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/capctl/capctl/internal/iostreams"
 )
 
@@ -30,14 +32,10 @@ func TestConvertOptions(t *testing.T) {
 		{args: []string{file, "--in-place", "-o", "x"}, wantErr: "cannot be combined with --in-place"},
 		{args: []string{file, file, "-o", "x"}, wantErr: "takes the conversion of one input"},
 	} {
-		io, _, _, _ := iostreams.Test()
-		f := newFactory(io)
 		var got *ConvertOptions
-		cmd := newCmdConvert(f, func(o *ConvertOptions) error { got = o; return nil })
-		cmd.SetArgs(tc.args)
-		cmd.SetOut(io.Out)
-		cmd.SetErr(io.ErrOut)
-		err := cmd.Execute()
+		err := executeCmd(func(f *factory) *cobra.Command {
+			return newCmdConvert(f, func(o *ConvertOptions) error { got = o; return nil })
+		}, tc.args...)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
@@ -93,4 +91,15 @@ func TestConvertCommand(t *testing.T) {
 	if st, err := os.Stat(target); code != 0 || err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("-o: exit %d %s %v", code, errOut, err)
 	}
+}
+
+// executeCmd builds a command with a factory on test streams and runs it with args (tests of
+// options pass a runF that captures them, so nothing runs).
+func executeCmd(build func(*factory) *cobra.Command, args ...string) error {
+	io, _, _, _ := iostreams.Test()
+	cmd := build(newFactory(io))
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Out)
+	cmd.SetErr(io.ErrOut)
+	return cmd.Execute()
 }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/pkg/rollout"
+)
+
+func init() { registerCommand(newAlphaCmd) }
+
+func newAlphaCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		GroupID: groupOther,
+		Use:     "alpha",
+		Short:   "Commands for features in alpha",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	rc := &cobra.Command{
+		Use:   "rollout",
+		Short: "Manage the rollout of a cluster-api resource",
+		Long: strings.TrimSpace(`
+Manage the rollout of MachineDeployments and control planes (KubeadmControlPlane, or another
+control plane that has the contract's spec.rollout.after field).
+
+Resources are given as KIND/NAME (machinedeployment/md-0, kubeadmcontrolplane/cp); MachineDeployments
+can also be picked with --selector or --all, limited to one cluster with --cluster. Every resource is
+checked before the first change: one refused resource refuses the command.`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	for _, a := range []rollout.Action{rollout.Restart, rollout.Pause, rollout.Resume} {
+		rc.AddCommand(newCmdRollout(f, a, nil))
+	}
+	cmd.AddCommand(rc)
+	return cmd
+}
+
+// RolloutOptions are the flags and arguments of `capctl alpha rollout restart|pause|resume`.
+type RolloutOptions struct {
+	IO     *iostreams.IOStreams
+	Action rollout.Action
+
+	Resources []string
+	Namespace string
+	Selector  string
+	All       bool
+	Cluster   string
+	DryRun    bool
+	Output    string
+}
+
+var rolloutHelp = map[rollout.Action]struct{ short, long, example string }{
+	rollout.Restart: {
+		"Restart a cluster-api resource",
+		"Restart a MachineDeployment or control plane: spec.rollout.after is set to now, so every Machine it has now is replaced. Paused resources, and resources whose rollout.after is in the future, are refused. The Machines that will be replaced are listed.",
+		"  # Restart a MachineDeployment\n  capctl alpha rollout restart machinedeployment/my-md-0\n\n  # Restart a KubeadmControlPlane\n  capctl alpha rollout restart kubeadmcontrolplane/my-kcp\n\n  # See which Machines every MachineDeployment of a cluster would replace\n  capctl alpha rollout restart --all --cluster prod-1 -n team-a --dry-run",
+	},
+	rollout.Pause: {
+		"Pause a cluster-api resource",
+		"Pause a MachineDeployment (spec.paused) or a control plane (annotation cluster.x-k8s.io/paused): its controller stops rolling it out. A resource already paused is refused.",
+		"  # Pause a MachineDeployment\n  capctl alpha rollout pause machinedeployment/my-md-0\n\n  # Pause every MachineDeployment labelled tier=batch\n  capctl alpha rollout pause --selector tier=batch",
+	},
+	rollout.Resume: {
+		"Resume a cluster-api resource",
+		"Resume a paused MachineDeployment or control plane. A resource that is not paused is refused.",
+		"  # Resume a MachineDeployment\n  capctl alpha rollout resume machinedeployment/my-md-0\n\n  # Resume a KubeadmControlPlane\n  capctl alpha rollout resume kubeadmcontrolplane/my-kcp",
+	},
+}
+
+func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions) error) *cobra.Command {
+	o := &RolloutOptions{IO: f.IO, Action: action}
+	h := rolloutHelp[action]
+	cmd := &cobra.Command{
+		Use:     string(action) + " RESOURCE...",
+		Short:   h.short,
+		Long:    h.long,
+		Example: h.example,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Resources = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd, f)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace where the resource(s) reside. If unspecified, the kubeconfig context's namespace")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Pick the MachineDeployments matching this label selector (instead of naming resources)")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Pick every MachineDeployment of the namespace (or of --cluster)")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --all or --selector: only the MachineDeployments of this cluster")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and show what would change, changing nothing")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "Output format: text, json or yaml")
+	return cmd
+}
+
+func (o *RolloutOptions) request() rollout.Request {
+	return rollout.Request{Action: o.Action, Resources: o.Resources, Namespace: o.Namespace, Selector: o.Selector,
+		All: o.All, Cluster: o.Cluster, DryRun: o.DryRun}
+}
+
+// Validate checks arguments and flags before the management cluster is contacted.
+func (o *RolloutOptions) Validate() error {
+	switch o.Output {
+	case "text", "json", "yaml":
+	default:
+		return usageErrorf("unsupported output format %q: use text, json or yaml", o.Output)
+	}
+	req := o.request()
+	if err := req.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// Run performs the action and renders the result.
+func (o *RolloutOptions) Run(cmd *cobra.Command, f *factory) error {
+	c, err := f.Cluster(cmd.Context())
+	if err != nil {
+		return err
+	}
+	res, err := rollout.Run(cmd.Context(), c, o.request())
+	if err != nil {
+		return err
+	}
+	return renderStructured(o.IO.Out, o.Output, res, func(w io.Writer) { writeRolloutText(w, res) })
+}
+
+var rolloutVerbs = map[rollout.Action]string{rollout.Restart: "restarted", rollout.Pause: "paused", rollout.Resume: "resumed"}
+
+// writeRolloutText prints, per resource, what was done and, for a restart, a describe-style tree
+// of the Machines that will be replaced.
+func writeRolloutText(w io.Writer, res *rollout.Result) {
+	for _, t := range res.Items {
+		verb := rolloutVerbs[res.Action]
+		if res.DryRun {
+			verb = "would be " + verb + " (dry run)"
+		}
+		line := fmt.Sprintf("%s %s", t.Ref, verb)
+		if res.Action == rollout.Restart {
+			line += fmt.Sprintf(", rollout after %s", res.Time)
+		}
+		fmt.Fprintln(w, line)
+		if res.Action != rollout.Restart {
+			continue
+		}
+		what := fmt.Sprintf("%s %s/%s", t.Kind, t.Namespace, t.Name)
+		if t.Cluster != "" {
+			what += " (cluster " + t.Cluster + ")"
+		}
+		switch len(t.Machines) {
+		case 0:
+			fmt.Fprintf(w, "└─%s: no Machines yet, nothing to replace\n", what)
+			continue
+		case 1:
+			fmt.Fprintf(w, "└─%s: 1 Machine will be replaced\n", what)
+		default:
+			fmt.Fprintf(w, "└─%s: %d Machines will be replaced\n", what, len(t.Machines))
+		}
+		var rows [][]string
+		for i, m := range t.Machines {
+			branch := "  ├─"
+			if i == len(t.Machines)-1 {
+				branch = "  └─"
+			}
+			node := ""
+			if m.Node != "" {
+				node = "node " + m.Node
+			}
+			rows = append(rows, []string{branch + "Machine " + m.Name, m.Phase, m.Version, node})
+		}
+		writeTableNoHeader(w, rows)
+	}
+}
+
+// writeTableNoHeader aligns rows in columns (the plain table style, without its header line).
+func writeTableNoHeader(w io.Writer, rows [][]string) {
+	var b strings.Builder
+	writePlainTable(&b, make([]string, len(rows[0])), rows)
+	lines := strings.SplitAfter(b.String(), "\n")
+	// The first line is the (empty) header.
+	for _, l := range lines[1:] {
+		fmt.Fprint(w, l)
+	}
+}

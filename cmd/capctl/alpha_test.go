@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capctl/capctl/pkg/rollout"
+)
+
+func TestRolloutOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    RolloutOptions
+		wantErr string
+	}{
+		{args: []string{"restart", "machinedeployment/md-0", "-n", "team-a"},
+			want: RolloutOptions{Action: rollout.Restart, Resources: []string{"machinedeployment/md-0"}, Namespace: "team-a", Output: "text"}},
+		{args: []string{"pause", "--all", "--cluster", "prod-1", "--dry-run", "-o", "json"},
+			want: RolloutOptions{Action: rollout.Pause, All: true, Cluster: "prod-1", DryRun: true, Output: "json"}},
+		{args: []string{"resume", "-l", "tier=web"},
+			want: RolloutOptions{Action: rollout.Resume, Selector: "tier=web", Output: "text"}},
+		{args: []string{"restart"}, wantErr: "required resource not specified"},
+		{args: []string{"restart", "md-0"}, wantErr: "arguments must be in resource/name format"},
+		{args: []string{"restart", "md/x", "-o", "table"}, wantErr: `unsupported output format "table"`},
+		{args: []string{"pause", "--cluster", "c", "md/x"}, wantErr: "--cluster limits --all or --selector"},
+	} {
+		var got *RolloutOptions
+		action := rollout.Action(tc.args[0])
+		err := executeCmd(func(f *factory) *cobra.Command {
+			return newCmdRollout(f, action, func(o *RolloutOptions) error { got = o; return nil })
+		}, tc.args[1:]...)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		got.IO = nil
+		if strings.Join(got.Resources, ",") != strings.Join(tc.want.Resources, ",") || got.Action != tc.want.Action || got.Namespace != tc.want.Namespace ||
+			got.All != tc.want.All || got.Cluster != tc.want.Cluster || got.Selector != tc.want.Selector || got.DryRun != tc.want.DryRun || got.Output != tc.want.Output {
+			t.Errorf("%v: options %+v, want %+v", tc.args, *got, tc.want)
+		}
+	}
+}
+
+func TestRolloutText(t *testing.T) {
+	res := &rollout.Result{Action: rollout.Restart, DryRun: true, Time: "2026-12-01T09:30:00Z", Items: []rollout.Target{
+		{Ref: "machinedeployment/md-0", Kind: "MachineDeployment", Namespace: "team-a", Name: "md-0", Cluster: "prod-1", Machines: []rollout.Machine{
+			{Name: "md-0-aaaaa", Phase: "Running", Version: "v1.33.1", Node: "md-0-aaaaa"},
+			{Name: "md-0-bb", Phase: "Provisioning", Version: "v1.33.1"},
+		}},
+		{Ref: "kubeadmcontrolplane/cp", Kind: "KubeadmControlPlane", Namespace: "team-a", Name: "cp"},
+	}}
+	var b bytes.Buffer
+	writeRolloutText(&b, res)
+	want := `machinedeployment/md-0 would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
+└─MachineDeployment team-a/md-0 (cluster prod-1): 2 Machines will be replaced
+  ├─Machine md-0-aaaaa   Running        v1.33.1   node md-0-aaaaa
+  └─Machine md-0-bb      Provisioning   v1.33.1
+kubeadmcontrolplane/cp would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
+└─KubeadmControlPlane team-a/cp: no Machines yet, nothing to replace
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,233 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
+)
+
+func TestRequestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Action: "undo"}, `unknown rollout action "undo"`},
+		{Request{Action: Restart}, "required resource not specified"},
+		{Request{Action: Restart, Resources: []string{"md-0"}}, "arguments must be in resource/name format (e.g. machinedeployment/md-1)"},
+		{Request{Action: Restart, Resources: []string{"machinedeployment", "machinedeployment/md-0"}}, "there is no need to specify a resource type"},
+		{Request{Action: Restart, Resources: []string{"a/b/c"}}, "may not have more than one slash"},
+		{Request{Action: Restart, Resources: []string{"/b"}}, "must have a single resource and name"},
+		{Request{Action: Pause, All: true, Selector: "a=b"}, "--all and --selector exclude each other"},
+		{Request{Action: Pause, All: true, Resources: []string{"md/x"}}, "not both"},
+		{Request{Action: Pause, Cluster: "c", Resources: []string{"md/x"}}, "--cluster limits --all or --selector"},
+		{Request{Action: Pause, Selector: "a in (b"}, "invalid --selector"},
+	} {
+		err := tc.req.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want %q", tc.req, err, tc.want)
+		}
+	}
+	for _, ok := range []Request{
+		{Action: Restart, Resources: []string{"MachineDeployment/md-0", "kubeadmcontrolplane/cp"}},
+		{Action: Pause, All: true, Cluster: "prod-1"},
+		{Action: Resume, Selector: "tier=web"},
+	} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
+		}
+	}
+}
+
+func TestMergePatch(t *testing.T) {
+	if got := mergePatch([]string{"spec", "rollout", "after"}, `"x"`); got != `{"spec":{"rollout":{"after":"x"}}}` {
+		t.Errorf("got %s", got)
+	}
+}
+
+type fixture struct {
+	env *testenv.Env
+	ctx context.Context
+}
+
+func (f fixture) get(t *testing.T, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	group := "cluster.x-k8s.io"
+	if strings.HasSuffix(kind, "ControlPlane") {
+		group = "controlplane.cluster.x-k8s.io"
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1beta2", Kind: kind})
+	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: "team-a", Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func (f fixture) run(t *testing.T, req Request) (*Result, error) {
+	t.Helper()
+	req.Namespace = "team-a"
+	return Run(f.ctx, f.env.Client, req)
+}
+
+func wantErr(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+func TestRolloutOnAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	fixtures := testenv.FixturesDir(t)
+	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
+		filepath.Join(fixtures, "crds", "cluster.x-k8s.io.yaml"),
+		filepath.Join(fixtures, "crds", "controlplane.cluster.x-k8s.io.yaml"),
+		filepath.Join("testdata", "example-controlplanes-crd.yaml"),
+	}})
+	env.CreateNamespaces(t, "team-a")
+	testenv.CreateFromFile(t, env.Client, filepath.Join("testdata", "objects.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join("testdata", "machines.yaml"))
+	f := fixture{env: env, ctx: testenv.Context(t)}
+	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+
+	t.Run("restart dry run lists the Machines and changes nothing", func(t *testing.T) {
+		res, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}, DryRun: true, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 1 || len(res.Items[0].Machines) != 2 || res.Items[0].Machines[0].Name != "prod-1-md-0-aaaaa" || res.Items[0].Cluster != "prod-1" {
+			t.Fatalf("result %+v", res.Items)
+		}
+		if _, ok, _ := unstructured.NestedString(f.get(t, "MachineDeployment", "prod-1-md-0").Object, "spec", "rollout", "after"); ok {
+			t.Fatal("dry run set rollout.after")
+		}
+	})
+
+	t.Run("restart sets spec.rollout.after; a later restart before it is refused", func(t *testing.T) {
+		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"MachineDeployment/prod-1-md-0"}, Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		got, _, _ := unstructured.NestedString(f.get(t, "MachineDeployment", "prod-1-md-0").Object, "spec", "rollout", "after")
+		if got != "2026-12-01T09:30:00Z" {
+			t.Fatalf("rollout.after = %q", got)
+		}
+		_, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}, Now: now.Add(-time.Hour)})
+		wantErr(t, err, "can't update MachineDeployment (remove 'spec.rollout.after' first): machinedeployment/prod-1-md-0")
+		// Once that time has passed, a restart is accepted again.
+		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"md/prod-1-md-0"}, Now: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a paused MachineDeployment refuses the whole command", func(t *testing.T) {
+		before := f.get(t, "MachineDeployment", "prod-2-md-0").GetResourceVersion()
+		_, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-2-md-0", "machinedeployment/prod-1-md-batch"}, Now: now})
+		wantErr(t, err, "can't restart paused MachineDeployment (run rollout resume first): machinedeployment/prod-1-md-batch")
+		if f.get(t, "MachineDeployment", "prod-2-md-0").GetResourceVersion() != before {
+			t.Fatal("prod-2-md-0 was changed although the command was refused")
+		}
+	})
+
+	t.Run("pause and resume a MachineDeployment with clusterctl's errors", func(t *testing.T) {
+		_, err := f.run(t, Request{Action: Pause, Resources: []string{"machinedeployment/prod-1-md-batch"}})
+		wantErr(t, err, "MachineDeployment is already paused: machinedeployment/prod-1-md-batch")
+		if _, err := f.run(t, Request{Action: Resume, Resources: []string{"machinedeployment/prod-1-md-batch"}}); err != nil {
+			t.Fatal(err)
+		}
+		if p, _, _ := unstructured.NestedBool(f.get(t, "MachineDeployment", "prod-1-md-batch").Object, "spec", "paused"); p {
+			t.Fatal("still paused")
+		}
+		_, err = f.run(t, Request{Action: Resume, Resources: []string{"machinedeployment/prod-1-md-batch"}})
+		wantErr(t, err, "MachineDeployment is not currently paused: machinedeployment/prod-1-md-batch")
+		if _, err := f.run(t, Request{Action: Pause, Resources: []string{"machinedeployment/prod-1-md-batch"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("KubeadmControlPlane: annotation pause, restart refused while paused", func(t *testing.T) {
+		if _, err := f.run(t, Request{Action: Pause, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}}); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := f.get(t, "KubeadmControlPlane", "prod-1-control-plane").GetAnnotations()["cluster.x-k8s.io/paused"]; !ok || v != "true" {
+			t.Fatalf("annotation %q %v", v, ok)
+		}
+		_, err := f.run(t, Request{Action: Pause, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
+		wantErr(t, err, "KubeadmControlPlane is already paused: kubeadmcontrolplane/prod-1-control-plane")
+		_, err = f.run(t, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}, Now: now})
+		wantErr(t, err, "can't restart paused KubeadmControlPlane (remove annotation 'cluster.x-k8s.io/paused' first): kubeadmcontrolplane/prod-1-control-plane")
+		if _, err := f.run(t, Request{Action: Resume, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.get(t, "KubeadmControlPlane", "prod-1-control-plane").GetAnnotations()["cluster.x-k8s.io/paused"]; ok {
+			t.Fatal("annotation still there")
+		}
+		_, err = f.run(t, Request{Action: Resume, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
+		wantErr(t, err, "KubeadmControlPlane is not currently paused: kubeadmcontrolplane/prod-1-control-plane")
+		res, err := f.run(t, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items[0].Machines) != 1 || res.Items[0].Machines[0].Name != "prod-1-control-plane-ccccc" {
+			t.Fatalf("machines %+v", res.Items[0].Machines)
+		}
+		if got, _, _ := unstructured.NestedString(f.get(t, "KubeadmControlPlane", "prod-1-control-plane").Object, "spec", "rollout", "after"); got != "2026-12-01T09:30:00Z" {
+			t.Fatalf("rollout.after = %q", got)
+		}
+	})
+
+	t.Run("other control planes: restart only with the contract's rollout field", func(t *testing.T) {
+		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"ecp/prod-2-control-plane"}, Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(f.get(t, "ExampleControlPlane", "prod-2-control-plane").Object, "spec", "rollout", "after"); got != "2026-12-01T09:30:00Z" {
+			t.Fatalf("rollout.after = %q", got)
+		}
+		_, err := f.run(t, Request{Action: Restart, Resources: []string{"legacycontrolplane/prod-3-control-plane"}, Now: now})
+		wantErr(t, err, "can't restart LegacyControlPlane: its CRD has no spec.rollout.after")
+		if _, err := f.run(t, Request{Action: Pause, Resources: []string{"legacycontrolplanes/prod-3-control-plane"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("--all and --selector over a cluster's MachineDeployments", func(t *testing.T) {
+		res, err := f.run(t, Request{Action: Restart, Selector: "tier=web", DryRun: true, Now: now.Add(2 * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 2 || res.Items[0].Name != "prod-1-md-0" || res.Items[1].Name != "prod-2-md-0" {
+			t.Fatalf("selector: %+v", res.Items)
+		}
+		res, err = f.run(t, Request{Action: Pause, Selector: "tier=web", Cluster: "prod-2"})
+		if err != nil || len(res.Items) != 1 || res.Items[0].Name != "prod-2-md-0" {
+			t.Fatalf("selector + cluster: %+v %v", res, err)
+		}
+		_, err = f.run(t, Request{Action: Pause, All: true, Cluster: "prod-1"})
+		var re *RefusedError
+		if !errors.As(err, &re) || len(re.Reasons) != 1 || !strings.Contains(err.Error(), "prod-1-md-batch") {
+			t.Fatalf("--all with one paused: %v", err)
+		}
+		if p, _, _ := unstructured.NestedBool(f.get(t, "MachineDeployment", "prod-1-md-0").Object, "spec", "paused"); p {
+			t.Fatal("prod-1-md-0 paused although the command was refused")
+		}
+		_, err = f.run(t, Request{Action: Pause, All: true, Cluster: "nope"})
+		wantErr(t, err, "no MachineDeployments of cluster team-a/nope")
+	})
+
+	t.Run("unknown kinds and names", func(t *testing.T) {
+		_, err := f.run(t, Request{Action: Restart, Resources: []string{"deployment/x"}})
+		wantErr(t, err, `Invalid resource type "deployment", valid values are [machinedeployment kubeadmcontrolplane]`)
+		_, err = f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/nope"}})
+		wantErr(t, err, "failed to fetch machinedeployment/nope: failed to get MachineDeployment team-a/nope")
+	})
+}
