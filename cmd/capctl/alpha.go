@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/rollout"
 )
 
@@ -52,7 +53,7 @@ type RolloutOptions struct {
 	All       bool
 	Cluster   string
 	DryRun    bool
-	Output    string
+	Output    output.Format
 }
 
 var rolloutHelp = map[rollout.Action]struct{ short, long, example string }{
@@ -97,7 +98,7 @@ func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Pick every MachineDeployment of the namespace (or of --cluster)")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --all or --selector: only the MachineDeployments of this cluster")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and show what would change, changing nothing")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "Output format: text, json or yaml")
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the targets and the Machines a restart replaces")
 	return cmd
 }
 
@@ -108,11 +109,6 @@ func (o *RolloutOptions) request() rollout.Request {
 
 // Validate checks arguments and flags before the management cluster is contacted.
 func (o *RolloutOptions) Validate() error {
-	switch o.Output {
-	case "text", "json", "yaml":
-	default:
-		return usageErrorf("unsupported output format %q: use text, json or yaml", o.Output)
-	}
 	req := o.request()
 	if err := req.Validate(); err != nil {
 		return usageError{err}
@@ -130,14 +126,14 @@ func (o *RolloutOptions) Run(cmd *cobra.Command, f *factory) error {
 	if err != nil {
 		return err
 	}
-	return renderStructured(o.IO.Out, o.Output, res, func(w io.Writer) { writeRolloutText(w, res) })
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return writeRolloutText(w, res) })
 }
 
 var rolloutVerbs = map[rollout.Action]string{rollout.Restart: "restarted", rollout.Pause: "paused", rollout.Resume: "resumed"}
 
 // writeRolloutText prints, per resource, what was done and, for a restart, a describe-style tree
 // of the Machines that will be replaced.
-func writeRolloutText(w io.Writer, res *rollout.Result) {
+func writeRolloutText(w io.Writer, res *rollout.Result) error {
 	for _, t := range res.Items {
 		verb := rolloutVerbs[res.Action]
 		if res.DryRun {
@@ -164,29 +160,17 @@ func writeRolloutText(w io.Writer, res *rollout.Result) {
 		default:
 			fmt.Fprintf(w, "└─%s: %d Machines will be replaced\n", what, len(t.Machines))
 		}
-		var rows [][]string
+		table := output.NewTable(w, "  MACHINE", "PHASE", "VERSION", "NODE")
 		for i, m := range t.Machines {
 			branch := "  ├─"
 			if i == len(t.Machines)-1 {
 				branch = "  └─"
 			}
-			node := ""
-			if m.Node != "" {
-				node = "node " + m.Node
-			}
-			rows = append(rows, []string{branch + "Machine " + m.Name, m.Phase, m.Version, node})
+			table.Row(branch+m.Name, m.Phase, m.Version, m.Node)
 		}
-		writeTableNoHeader(w, rows)
+		if err := table.Flush(); err != nil {
+			return err
+		}
 	}
-}
-
-// writeTableNoHeader aligns rows in columns (the plain table style, without its header line).
-func writeTableNoHeader(w io.Writer, rows [][]string) {
-	var b strings.Builder
-	writePlainTable(&b, make([]string, len(rows[0])), rows)
-	lines := strings.SplitAfter(b.String(), "\n")
-	// The first line is the (empty) header.
-	for _, l := range lines[1:] {
-		fmt.Fprint(w, l)
-	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/rollout"
 )
 
@@ -17,14 +18,14 @@ func TestRolloutOptions(t *testing.T) {
 		wantErr string
 	}{
 		{args: []string{"restart", "machinedeployment/md-0", "-n", "team-a"},
-			want: RolloutOptions{Action: rollout.Restart, Resources: []string{"machinedeployment/md-0"}, Namespace: "team-a", Output: "text"}},
+			want: RolloutOptions{Action: rollout.Restart, Resources: []string{"machinedeployment/md-0"}, Namespace: "team-a", Output: output.Text}},
 		{args: []string{"pause", "--all", "--cluster", "prod-1", "--dry-run", "-o", "json"},
-			want: RolloutOptions{Action: rollout.Pause, All: true, Cluster: "prod-1", DryRun: true, Output: "json"}},
+			want: RolloutOptions{Action: rollout.Pause, All: true, Cluster: "prod-1", DryRun: true, Output: output.JSON}},
 		{args: []string{"resume", "-l", "tier=web"},
-			want: RolloutOptions{Action: rollout.Resume, Selector: "tier=web", Output: "text"}},
+			want: RolloutOptions{Action: rollout.Resume, Selector: "tier=web", Output: output.Text}},
 		{args: []string{"restart"}, wantErr: "required resource not specified"},
 		{args: []string{"restart", "md-0"}, wantErr: "arguments must be in resource/name format"},
-		{args: []string{"restart", "md/x", "-o", "table"}, wantErr: `unsupported output format "table"`},
+		{args: []string{"restart", "md/x", "-o", "table"}, wantErr: `invalid output format "table"`},
 		{args: []string{"pause", "--cluster", "c", "md/x"}, wantErr: "--cluster limits --all or --selector"},
 	} {
 		var got *RolloutOptions
@@ -58,11 +59,14 @@ func TestRolloutText(t *testing.T) {
 		{Ref: "kubeadmcontrolplane/cp", Kind: "KubeadmControlPlane", Namespace: "team-a", Name: "cp"},
 	}}
 	var b bytes.Buffer
-	writeRolloutText(&b, res)
+	if err := writeRolloutText(&b, res); err != nil {
+		t.Fatal(err)
+	}
 	want := `machinedeployment/md-0 would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
 └─MachineDeployment team-a/md-0 (cluster prod-1): 2 Machines will be replaced
-  ├─Machine md-0-aaaaa   Running        v1.33.1   node md-0-aaaaa
-  └─Machine md-0-bb      Provisioning   v1.33.1
+  MACHINE        PHASE          VERSION   NODE
+  ├─md-0-aaaaa   Running        v1.33.1   md-0-aaaaa
+  └─md-0-bb      Provisioning   v1.33.1
 kubeadmcontrolplane/cp would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
 └─KubeadmControlPlane team-a/cp: no Machines yet, nothing to replace
 `

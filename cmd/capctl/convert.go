@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/convert"
 )
 
@@ -103,7 +103,9 @@ func (o *ConvertOptions) Run(cmd *cobra.Command) error {
 	}
 	table := o.DryRun || o.InPlace
 	if table {
-		writeConvertTable(o.IO.Out, rep)
+		if terr := writeConvertTable(o.IO.Out, rep); terr != nil && err == nil {
+			err = terr
+		}
 	} else {
 		writeConvertWarnings(o.IO.ErrOut, rep)
 	}
@@ -113,8 +115,9 @@ func (o *ConvertOptions) Run(cmd *cobra.Command) error {
 	if !table {
 		out := rep.Files[0].Output
 		if o.Output != "" {
-			if werr := os.WriteFile(o.Output, out, 0o600); werr != nil {
-				return fmt.Errorf("writing %s: %w", o.Output, werr)
+			// Converted objects may hold secrets (files in a KubeadmConfig), so 0600.
+			if werr := output.WritePrivateFile(o.Output, out); werr != nil {
+				return werr
 			}
 		} else if _, werr := o.IO.Out.Write(out); werr != nil {
 			return werr
@@ -138,7 +141,7 @@ func (o *ConvertOptions) Run(cmd *cobra.Command) error {
 
 // writeConvertTable prints one row per Cluster API object (FILE OBJECT FROM → TO WARNINGS), a
 // warning per line.
-func writeConvertTable(w io.Writer, rep *convert.Report) {
+func writeConvertTable(w io.Writer, rep *convert.Report) error {
 	var rows [][]string
 	for _, f := range rep.Files {
 		for _, obj := range f.Objects {
@@ -163,7 +166,7 @@ func writeConvertTable(w io.Writer, rep *convert.Report) {
 			}
 		}
 	}
-	writePlainTable(w, []string{"FILE", "OBJECT", "FROM → TO", "WARNINGS"}, rows)
+	return output.WriteTable(w, []string{"FILE", "OBJECT", "FROM → TO", "WARNINGS"}, rows)
 }
 
 // writeConvertWarnings prints the warnings of a single-file conversion on stderr, as
