@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 func TestGetKubeconfigCommand(t *testing.T) {
@@ -69,5 +71,25 @@ func TestGetKubeconfigCommand(t *testing.T) {
 	_, errOut, code = runCapctl(t, "get", "kubeconfig", "Bad_Name", "--kubeconfig", env.Kubeconfig)
 	if code == 0 || !strings.Contains(errOut, "invalid cluster name") {
 		t.Errorf("bad name: exit %d, stderr %s", code, errOut)
+	}
+	// run with Options and clients given by the test: over an existing 0644 file the kubeconfig
+	// ends up 0600.
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	io, _, _, stderr := iostreams.Test()
+	o := &GetKubeconfigOptions{ClusterName: "prod", Namespace: "fleet", WriteTo: file, deps: deps{IO: io,
+		Cluster: func(ctx context.Context) (*cluster.Client, error) {
+			return cluster.Connect(ctx, cluster.Options{Kubeconfig: env.Kubeconfig})
+		}}}
+	if err := runGetKubeconfig(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	st, err = os.Stat(file)
+	if b, _ := os.ReadFile(file); err != nil || st.Mode().Perm() != 0o600 || string(b) != kc || !strings.Contains(stderr.String(), "Secret prod-kubeconfig") {
+		t.Errorf("run over a 0644 file: mode %v, content %q, stderr %s, %v", st.Mode().Perm(), b, stderr, err)
 	}
 }
