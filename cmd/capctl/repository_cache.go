@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -39,12 +40,11 @@ type RepositoryCacheCleanOptions struct {
 	Provider *MirrorRef
 	Output   output.Format
 
-	factory *factory
-	out     io.Writer
+	deps
 }
 
 func newCmdRepositoryCacheClean(f *factory, runF func(*RepositoryCacheCleanOptions) error) *cobra.Command {
-	o := &RepositoryCacheCleanOptions{factory: f}
+	o := &RepositoryCacheCleanOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		Use:   "clean [PROVIDER-LABEL[:VERSION]]",
 		Short: "Remove cached provider files (one version, one provider, or everything)",
@@ -64,11 +64,10 @@ output names them. Local repositories are never cached.`,
 			if err := o.complete(args); err != nil {
 				return err
 			}
-			o.out = f.IO.Out
 			if runF != nil {
 				return runF(o)
 			}
-			return o.run(cmd)
+			return runRepositoryCacheClean(cmd.Context(), o)
 		},
 	}
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print what was removed")
@@ -94,8 +93,9 @@ func (o *RepositoryCacheCleanOptions) complete(args []string) error {
 	return nil
 }
 
-func (o *RepositoryCacheCleanOptions) run(cmd *cobra.Command) error {
-	c, err := o.factory.repositoryClient(cmd.Context(), true)
+// runRepositoryCacheClean makes the one CleanCache call (offline: cleaning needs no network).
+func runRepositoryCacheClean(ctx context.Context, o *RepositoryCacheCleanOptions) error {
+	c, err := o.Repository(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (o *RepositoryCacheCleanOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.out, o.Output, res, func(w io.Writer) error {
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error {
 		if res.Note != "" {
 			_, err := fmt.Fprintln(w, res.Note)
 			return err
