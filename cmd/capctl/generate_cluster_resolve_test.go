@@ -66,3 +66,24 @@ current-context: ctx
 		t.Errorf("want one warning line naming the server and the certificate problem, got:\n%s", errOut)
 	}
 }
+
+// TestGenerateClusterFromFileDoesNotConsultTheCluster: a --from template needs no management
+// cluster, so an unreachable one is neither contacted nor warned about.
+func TestGenerateClusterFromFileDoesNotConsultTheCluster(t *testing.T) {
+	cfg := repoTestConfig(t, "")
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: ctx, context: {cluster: c, user: u, namespace: team-b}}]
+current-context: ctx
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCapctlWithInput(t, "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: ${CLUSTER_NAME}\n",
+		"generate", "cluster", "c1", "--config", cfg, "--kubeconfig", kc, "--from", "-")
+	if code != 0 || errOut != "" || !strings.Contains(out, "namespace: team-b") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+}
