@@ -17,8 +17,9 @@ import (
 	"github.com/capctl/capctl/pkg/move"
 )
 
-func init() { registerCommand(newMoveCmd) }
+func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdMove(f, nil) }) }
 
+// moveOptions are the flags of `capctl move`.
 type moveOptions struct {
 	toKubeconfig     string
 	toContext        string
@@ -29,12 +30,16 @@ type moveOptions struct {
 	toDirectory      string
 	fromDirectory    string
 	resume           bool
+	restartTarget    bool
 	blockMoveTimeout time.Duration
 	parallelism      int
 	output           string
+
+	// request is the one feature call the flags make (filled by complete).
+	request move.Request
 }
 
-func newMoveCmd(f *factory) *cobra.Command {
+func newCmdMove(f *factory, runF func(*moveOptions) error) *cobra.Command {
 	o := &moveOptions{}
 	cmd := &cobra.Command{
 		GroupID: groupManagement,
@@ -44,11 +49,14 @@ func newMoveCmd(f *factory) *cobra.Command {
 Move Cluster API objects and all their dependencies between management clusters, or back them up
 to a directory and restore them.
 
-capctl pauses the Clusters and ClusterClasses it moves, creates every object in the target (owners
-first), deletes from the source only once every object exists in the target, then unpauses in the
-target and verifies that the target holds the same graph. A move that fails before deleting leaves
-the source intact and unpaused; a journal in the source lets you finish an interrupted move by
-re-running the same command (or with --resume).`),
+capctl reads the objects once and keeps that copy in a journal in the source (ConfigMap
+capctl-move-journal and Secrets capctl-move-journal-N). It pauses the Clusters and ClusterClasses
+it moves, creates every object in the target from that copy (owners first, paused), compares the
+target with the copy (labels, annotations, finalizers, owners, spec, data), and only then deletes
+from the source, unpauses in the target and removes the journal. A move that fails before deleting
+leaves the source intact and unpaused. A move that was interrupted at any point (even killed) is
+finished by re-running the same command or with --resume; if the target was lost or rebuilt, add
+--restart-target to re-create everything in the new target from the journal's copy.`),
 		Example: strings.TrimSpace(`
   # See what would move from namespace team-a, and in which order
   capctl move -n team-a --dry-run
@@ -59,13 +67,19 @@ re-running the same command (or with --resume).`),
   # Move two clusters only (with copies of the ClusterClasses they use)
   capctl move -n team-a --cluster prod-1 --cluster prod-2 --to-kubeconfig target.kubeconfig
 
+  # Finish an interrupted move whose target was rebuilt empty
+  capctl move --resume --restart-target --to-kubeconfig new-target.kubeconfig
+
   # Back up every namespace, and restore into another cluster
   capctl move -A --to-directory ./backup
   capctl move --from-directory ./backup --to-kubeconfig target.kubeconfig`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(f); err != nil {
+			if err := o.complete(f); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.run(cmd.Context(), f)
 		},
@@ -75,60 +89,27 @@ re-running the same command (or with --resume).`),
 	fl.StringVar(&o.toContext, "to-kubeconfig-context", "", "Context of the target management cluster in --to-kubeconfig. If unspecified, its current context")
 	fl.StringVarP(&o.namespace, "namespace", "n", "", "Namespace to move from. If unspecified, the namespace of the source context")
 	fl.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Move from every namespace")
-	fl.StringArrayVar(&o.clusters, "cluster", nil, "Move only this Cluster's objects (repeatable; NAME, or NAMESPACE/NAME with -A). ClusterClasses it uses are copied, not removed")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "Print the object graph and the order of the move; write nothing")
+	fl.StringArrayVar(&o.clusters, "cluster", nil, "Move only this Cluster's objects (repeatable; NAME, or NAMESPACE/NAME; with -A a NAME used in several namespaces is refused). ClusterClasses it uses are copied, not removed")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "Print the object graph and the order of the move, and any unfinished move; write nothing")
 	fl.StringVar(&o.toDirectory, "to-directory", "", "Write the objects to this (new or empty) directory instead of a cluster")
 	fl.StringVar(&o.fromDirectory, "from-directory", "", "Restore the objects of a capctl backup directory into --to-kubeconfig")
 	fl.BoolVar(&o.resume, "resume", false, "Finish the unfinished move recorded in the source cluster's journal")
+	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
 	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
 	fl.StringVarP(&o.output, "output", "o", "", "Output format of the plan or report: text (default), json or yaml")
 	return cmd
 }
 
-func (o *moveOptions) validate(f *factory) error {
+// complete checks the flags and builds the request, before anything connects.
+func (o *moveOptions) complete(f *factory) error {
 	switch o.output {
 	case "", "text", "json", "yaml":
 	default:
 		return usageErrorf("invalid output format %q: use text, json or yaml", o.output)
 	}
-	if o.toDirectory != "" && o.toKubeconfig != "" {
-		return usageErrorf("--to-directory and --to-kubeconfig cannot be used together")
-	}
-	if o.fromDirectory != "" && o.toDirectory != "" {
-		return usageErrorf("--from-directory and --to-directory cannot be used together")
-	}
 	if o.fromDirectory != "" && f.global.kubeconfig != "" {
 		return usageErrorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
-	}
-	if o.fromDirectory != "" && (o.namespace != "" || o.allNamespaces || len(o.clusters) > 0) {
-		return usageErrorf("--from-directory restores the whole backup; -n, -A and --cluster do not apply")
-	}
-	if o.fromDirectory != "" && o.toKubeconfig == "" && !o.dryRun {
-		return usageErrorf("--from-directory needs the target cluster: pass --to-kubeconfig")
-	}
-	if o.toKubeconfig == "" && o.toDirectory == "" && o.fromDirectory == "" && !o.dryRun {
-		return usageErrorf("please specify a target cluster using the --to-kubeconfig flag when not using --dry-run, --to-directory or --from-directory")
-	}
-	if o.dryRun && (o.toDirectory != "") {
-		return usageErrorf("--dry-run writes nothing; it cannot be used with --to-directory")
-	}
-	if o.resume && (o.toKubeconfig == "" || o.dryRun) {
-		return usageErrorf("--resume finishes a move to another cluster: pass --to-kubeconfig (and no --dry-run)")
-	}
-	if o.allNamespaces && o.namespace != "" {
-		return usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
-	}
-	for _, c := range o.clusters {
-		if c == "" || strings.Count(c, "/") > 1 || strings.HasPrefix(c, "/") || strings.HasSuffix(c, "/") {
-			return usageErrorf("invalid --cluster %q: use NAME or NAMESPACE/NAME", c)
-		}
-		if strings.Contains(c, "/") && !o.allNamespaces {
-			ns := c[:strings.Index(c, "/")]
-			if o.namespace != "" && ns != o.namespace {
-				return usageErrorf("--cluster %q is not in namespace %q", c, o.namespace)
-			}
-		}
 	}
 	if o.blockMoveTimeout <= 0 {
 		return usageErrorf("--block-move-timeout must be positive")
@@ -145,70 +126,49 @@ func (o *moveOptions) validate(f *factory) error {
 			return usageErrorf("--to-kubeconfig is the source kubeconfig (%s, same context): the target must be another management cluster", o.toKubeconfig)
 		}
 	}
+	// API server warnings (deprecated kinds, ...) are shown once each, as kubectl does.
+	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	req := move.Request{
+		Source:        f.ClusterOptions(),
+		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun,
+		Options: move.Options{
+			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
+			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism,
+			Log: f.Logger(), Progress: newProgress(f.IO.ErrOut, f.IO.IsStderrTTY()),
+		},
+	}
+	req.Source.WarningHandler = warnings
+	if o.toKubeconfig != "" {
+		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings}
+	}
+	if err := req.Validate(); err != nil {
+		return usageError{err}
+	}
+	o.request = req
 	return nil
 }
 
-func (o *moveOptions) scope(src *cluster.Client) move.Scope {
-	s := move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters}
-	if s.Namespace == "" && !s.AllNamespaces && src != nil {
-		s.Namespace = src.Namespace
-	}
-	// NAMESPACE/NAME in the moved namespace is the same as NAME.
-	for i, c := range s.Clusters {
-		if !s.AllNamespaces && strings.HasPrefix(c, s.Namespace+"/") {
-			s.Clusters[i] = strings.TrimPrefix(c, s.Namespace+"/")
-		}
-	}
-	return s
-}
-
 func (o *moveOptions) run(ctx context.Context, f *factory) error {
-	opts := move.Options{
-		Resume: o.resume, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism,
-		Log: f.Logger(), Progress: newProgress(f.IO.ErrOut, f.IO.IsStderrTTY()),
-	}
-	// API server warnings (deprecated kinds, ...) are shown once each, as kubectl does.
-	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
-	if o.fromDirectory != "" {
-		if o.dryRun {
-			_, g, err := move.ReadBackup(o.fromDirectory)
-			if err != nil {
-				return err
-			}
-			return o.renderPlan(f.IO.Out, g, "backup "+o.fromDirectory)
-		}
-		dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings})
-		if err != nil {
-			return fmt.Errorf("target cluster: %w", err)
-		}
-		rep, err := move.FromDirectory(ctx, dst, o.fromDirectory, opts)
-		return o.finish(f, rep, err, fmt.Sprintf("Restored %%d objects from %s into %s", o.fromDirectory, dst.Config.Host))
-	}
-
-	srcOpts := f.ClusterOptions()
-	srcOpts.WarningHandler = warnings
-	src, err := cluster.Connect(ctx, srcOpts)
-	if err != nil {
+	res, err := move.Run(ctx, o.request)
+	if res == nil {
 		return err
 	}
-	opts.Scope = o.scope(src)
-	if o.dryRun {
-		g, err := move.Plan(ctx, src, opts.Scope)
-		if err != nil {
-			return err
+	if res.Plan != nil || (o.dryRun && len(res.Pending) > 0) {
+		if perr := o.renderPlan(f.IO.Out, res); perr != nil {
+			return perr
 		}
-		return o.renderPlan(f.IO.Out, g, fmt.Sprintf("%s (%s)", src.Config.Host, opts.Scope))
+		return err
 	}
-	if o.toDirectory != "" {
-		rep, err := move.ToDirectory(ctx, src, o.toDirectory, opts)
-		return o.finish(f, rep, err, fmt.Sprintf("Wrote %%d objects from %s (%s) to %s", src.Config.Host, opts.Scope, o.toDirectory))
+	var headline string
+	switch {
+	case o.fromDirectory != "":
+		headline = fmt.Sprintf("Restored %%d objects from %s into %s", res.Source, res.Target)
+	case o.toDirectory != "":
+		headline = fmt.Sprintf("Wrote %%d objects from %s (%s) to %s", res.Source, res.Report.Scope, res.Target)
+	default:
+		headline = fmt.Sprintf("Moved %%d objects from %s to %s", res.Source, res.Target)
 	}
-	dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings})
-	if err != nil {
-		return fmt.Errorf("target cluster: %w", err)
-	}
-	rep, err := move.Move(ctx, src, dst, opts)
-	return o.finish(f, rep, err, fmt.Sprintf("Moved %%d objects from %s to %s", src.Config.Host, dst.Config.Host))
+	return o.finish(f, res.Report, err, headline)
 }
 
 // newProgress prints "objects done/total" on stderr: redrawn on a terminal, else a line per 10%.
@@ -246,24 +206,39 @@ func (o *moveOptions) finish(f *factory, rep *move.Report, runErr error, headlin
 	}
 	w := f.IO.Out
 	if runErr == nil {
+		// The counts are what this run did, not what it planned.
+		n := rep.Created + rep.Updated + rep.AlreadyPresent
+		if o.toDirectory != "" {
+			n = rep.Written
+		}
 		fmt.Fprintf(w, headline+" in %.1fs (%d Clusters, %d ClusterClasses; API requests: source %d, target %d).\n",
-			rep.Objects, rep.Seconds, len(rep.Clusters), len(rep.ClusterClasses), rep.SourceRequests, rep.TargetRequests)
+			n, rep.Seconds, len(rep.Clusters), len(rep.ClusterClasses), rep.SourceRequests, rep.TargetRequests)
+		if o.toDirectory == "" && (rep.Updated > 0 || rep.AlreadyPresent > 0) {
+			fmt.Fprintf(w, "In the target: %d created, %d brought back to their pre-move copy, %d already there as they should be.\n", rep.Created, rep.Updated, rep.AlreadyPresent)
+		}
+		if o.toDirectory == "" && o.fromDirectory == "" {
+			fmt.Fprintf(w, "Deleted from the source: %d", rep.Deleted)
+			if rep.AlreadyDeleted > 0 {
+				fmt.Fprintf(w, " (and %d an earlier run had deleted)", rep.AlreadyDeleted)
+			}
+			fmt.Fprintln(w, ".")
+		}
 		if rep.Resumed {
 			fmt.Fprintf(w, "This run finished the unfinished move %s.\n", rep.MoveID)
 		}
-		if rep.KeptInSource > 0 {
+		if rep.KeptInSource > 0 && o.fromDirectory == "" {
 			fmt.Fprintf(w, "%d objects were copied and kept in the source (shared ClusterClasses and their templates, global objects).\n", rep.KeptInSource)
 		}
 		if len(rep.UserPaused) > 0 {
 			fmt.Fprintf(w, "Still paused, as their users left them: %s\n", strings.Join(rep.UserPaused, ", "))
 		}
-		if o.toDirectory == "" && rep.Objects > 0 {
-			fmt.Fprintf(w, "Verified: the target holds the same %d objects (kinds, names, specs, owners).\n", rep.Objects)
+		if rep.Verified {
+			fmt.Fprintf(w, "Verified: before anything was deleted, the target held the same %d objects as the source before the move (kinds, names, labels, annotations, finalizers, owners, spec, data).\n", rep.Objects)
 		}
 	}
 	renderExcluded(w, rep.Excluded, rep.Warnings)
 	if len(rep.Differences) > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "The target differs from the source:\n")
+		fmt.Fprintf(f.IO.ErrOut, "The target differs from the objects as they were before the move:\n")
 		for _, d := range rep.Differences {
 			fmt.Fprintf(f.IO.ErrOut, "  %s: %s\n", d.Object, d.Problem)
 		}
@@ -291,26 +266,37 @@ type planView struct {
 	Clusters map[string][]string `json:"clusters"`
 	Excluded []move.Exclusion    `json:"excluded,omitempty"`
 	Warnings []string            `json:"warnings,omitempty"`
+	Pending  []move.Unfinished   `json:"unfinished,omitempty"`
 }
 
-func (o *moveOptions) renderPlan(w io.Writer, g *move.Graph, source string) error {
-	pv := planView{Source: source, Objects: g.Count(), Clusters: map[string][]string{}, Excluded: g.Excluded, Warnings: g.Warnings}
-	for _, level := range g.Order {
-		var refs []move.Ref
-		for _, n := range level {
-			refs = append(refs, n.Ref)
-			group := n.Cluster
-			if group == "" {
-				group = "(no cluster)"
+func (o *moveOptions) renderPlan(w io.Writer, res *move.Result) error {
+	pv := planView{Source: res.PlanSource, Clusters: map[string][]string{}, Pending: res.Pending}
+	g := res.Plan
+	if g != nil {
+		pv.Objects, pv.Excluded, pv.Warnings = g.Count(), g.Excluded, g.Warnings
+		for _, level := range g.Order {
+			var refs []move.Ref
+			for _, n := range level {
+				refs = append(refs, n.Ref)
+				group := n.Cluster
+				if group == "" {
+					group = "(no cluster)"
+				}
+				pv.Clusters[group] = append(pv.Clusters[group], n.Ref.String()+flags(n))
 			}
-			pv.Clusters[group] = append(pv.Clusters[group], n.Ref.String()+flags(n))
+			pv.Levels = append(pv.Levels, refs)
 		}
-		pv.Levels = append(pv.Levels, refs)
 	}
 	if o.output == "json" || o.output == "yaml" {
 		return writeStructured(w, o.output, pv)
 	}
-	fmt.Fprintf(w, "Dry run: %d objects would move from %s, in %d levels (nothing was written).\n", pv.Objects, source, len(pv.Levels))
+	for _, p := range res.Pending {
+		fmt.Fprintf(w, "Unfinished: %s (journal %s/%s).\n", p, p.Namespace, move.JournalName)
+	}
+	if g == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "Dry run: %d objects would move from %s, in %d levels (nothing was written).\n", pv.Objects, pv.Source, len(pv.Levels))
 	var groups []string
 	for k := range pv.Clusters {
 		groups = append(groups, k)

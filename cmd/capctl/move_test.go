@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/move"
@@ -150,4 +151,27 @@ func TestMoveCommand(t *testing.T) {
 		t.Errorf("bogus directory: %d %s", code, errOut)
 	}
 	_ = move.ManifestFile
+}
+
+// TestMoveOptionsToRequest: the flags become one move.Request (no cluster needed).
+func TestMoveOptionsToRequest(t *testing.T) {
+	io, _, _, _ := iostreams.Test()
+	f := newFactory(io)
+	var got *moveOptions
+	cmd := newCmdMove(f, func(o *moveOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"-n", "team-a", "--cluster", "team-a/prod", "--to-kubeconfig", "t.kubeconfig", "--resume", "--restart-target", "--parallelism", "8"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	r := got.request
+	if r.Target == nil || r.Target.Kubeconfig != "t.kubeconfig" || !r.Resume || !r.RestartTarget || r.Parallelism != 8 ||
+		r.Scope.Namespace != "team-a" || len(r.Scope.Clusters) != 1 || r.DryRun || r.ToDirectory != "" {
+		t.Errorf("request: %+v (target %+v)", r, r.Target)
+	}
+	cmd = newCmdMove(f, func(o *moveOptions) error { return nil })
+	cmd.SetArgs([]string{"--restart-target", "--to-kubeconfig", "t"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("--restart-target without --resume: %v", err)
+	}
 }

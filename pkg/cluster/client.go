@@ -51,6 +51,8 @@ type Options struct {
 	// WarningHandler receives the API server's warnings (deprecated kinds, ...); nil keeps
 	// controller-runtime's default, which logs through its logger.
 	WarningHandler rest.WarningHandler
+	// OnRequest, when set, is told about every HTTP request the client sends (verbose logs).
+	OnRequest func(method, url string, status int, elapsed time.Duration, err error)
 }
 
 // Client is a connection to one management cluster. Build one per run and share it: it holds one
@@ -179,7 +181,7 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 		if prevWrap != nil {
 			rt = prevWrap(rt)
 		}
-		return countingTransport{next: rt, n: counter}
+		return countingTransport{next: rt, n: counter, onRequest: opts.OnRequest}
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -249,11 +251,22 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 func (c *Client) Requests() int64 { return c.requests.Load() }
 
 type countingTransport struct {
-	next http.RoundTripper
-	n    *atomic.Int64
+	next      http.RoundTripper
+	n         *atomic.Int64
+	onRequest func(method, url string, status int, elapsed time.Duration, err error)
 }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
-	return t.next.RoundTrip(r)
+	if t.onRequest == nil {
+		return t.next.RoundTrip(r)
+	}
+	start := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	t.onRequest(r.Method, r.URL.String(), status, time.Since(start), err)
+	return resp, err
 }

@@ -67,8 +67,11 @@ type ManifestObject struct {
 }
 
 // ToDirectory writes the graph selected by opts.Scope to dir: one YAML file per object (mode
-// 0600) and a manifest. The source is paused while it is read and unpaused afterwards (objects
-// the user had paused stay paused).
+// 0600, the objects as they were before the backup) and a manifest. The source is paused while it
+// is read and unpaused afterwards (objects the user had paused stay paused). The files are written
+// into a sibling folder renamed to dir at the end, so dir only ever holds a complete backup; a
+// journal in the source records what was paused, so an interrupted backup is undone by the next
+// move or backup (and shown by a dry run).
 func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Options) (*Report, error) {
 	opts.defaults()
 	start := opts.Now()
@@ -78,6 +81,11 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 		rep.SourceRequests = src.Requests() - srcReq
 		rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
+	opts.Scope = opts.Scope.resolve(src.Namespace)
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return rep, err
+	}
 	if err := checkEmptyDir(dir); err != nil {
 		return rep, err
 	}
@@ -85,16 +93,30 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	if err != nil {
 		return rep, fmt.Errorf("source cluster %s: %w", src.Config.Host, err)
 	}
-	if opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces {
-		opts.Scope.Namespace = src.Namespace
+	js, err := listJournals(ctx, src)
+	if err != nil {
+		return rep, err
+	}
+	for _, j := range js {
+		if j.Phase == phaseBackup {
+			w, err := settleBackup(ctx, src, j, journalNamespace(opts.Scope), opts)
+			if err != nil {
+				return rep, err
+			}
+			rep.Warnings = append(rep.Warnings, w)
+		} else if j.namespace == journalNamespace(opts.Scope) {
+			return rep, fmt.Errorf("%s; finish it before backing up %s", j.unfinished(), opts.Scope)
+		}
 	}
 	rep.Scope = opts.Scope
 	g, err := Discover(ctx, src, opts.Scope)
 	if err != nil {
 		return rep, err
 	}
+	rep.Warnings = append(rep.Warnings, sanitize(g)...)
 	rep.Graph = g
 	fillReport(rep, g)
+	opts.hook("discover", g.Count())
 	if g.Count() == 0 {
 		return rep, nothingToMove(opts.Scope, src)
 	}
@@ -103,35 +125,98 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	}
 	m := &mover{src: src, opts: opts, g: g, moveID: "backup-" + rand.String(8), uids: map[types.UID]types.UID{}}
 	rep.MoveID = m.moveID
+	j := &journal{MoveID: m.moveID, Scope: opts.Scope, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseBackup,
+		Objects: g.Count(), Paused: pausable(g), Directory: dir}
+	if err := writeJournal(ctx, src, j); err != nil {
+		return rep, err
+	}
+	opts.hook("journal", 0)
+	partial := partialDir(dir, m.moveID)
 	err = m.pauseSource(ctx)
 	if err == nil {
 		err = WaitBlockMove(ctx, src, g, opts)
 	}
 	if err == nil {
-		err = writeBackup(dir, g, Manifest{
+		rep.Written, err = writeBackup(ctx, partial, g, Manifest{
 			APIVersion: ManifestAPIVersion, Kind: ManifestKind, ToolVersion: version.Get().GitVersion,
 			Created: opts.Now().UTC(), Scope: opts.Scope, Providers: g.Providers,
 			Source: ManifestSource{Server: src.Config.Host, Context: src.ContextName, Kubeconfig: src.KubeconfigPath, ClusterID: srcID},
-		})
+		}, opts)
+	}
+	if err == nil {
+		// rename(2) replaces an empty directory: dir appears complete or not at all.
+		if err = os.Rename(partial, dir); err != nil {
+			err = fmt.Errorf("moving the finished backup into place: %w", err)
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(partial)
+		rep.Written = 0
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if uerr := m.unpause(uctx, src, m.paused, "source"); uerr != nil {
-		return rep, errors.Join(err, fmt.Errorf("unpausing the source after the backup: %w", uerr))
+	if uerr := m.unpause(uctx, src, g.Moved(), "source"); uerr != nil {
+		return rep, errors.Join(err, fmt.Errorf("unpausing the source after the backup: %w (the journal %s/%s remembers what is paused: the next capctl move or backup unpauses it)", uerr, j.namespace, JournalName))
+	}
+	if ferr := finishJournal(uctx, src, j); ferr != nil {
+		return rep, errors.Join(err, ferr)
 	}
 	if err != nil {
-		return rep, fmt.Errorf("backup to %s: %w (the source is unchanged and unpaused)", dir, err)
+		return rep, fmt.Errorf("backup to %s: %w (nothing was written there; the source is unchanged and unpaused)", dir, err)
 	}
-	rep.Created = g.Count()
 	return rep, nil
 }
 
+// partialDir is where a backup is written before it is renamed into place.
+func partialDir(dir, moveID string) string {
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".capctl-partial-"+moveID)
+}
+
+// settleBackup undoes an interrupted backup recorded in the namespace this run uses (it would
+// share its journal); one recorded elsewhere may still be running, so it is only named.
+func settleBackup(ctx context.Context, src *cluster.Client, j *journal, ns string, opts Options) (string, error) {
+	if j.namespace == ns {
+		return undoBackup(ctx, src, j, opts)
+	}
+	return j.unfinished().String() + " (journal " + j.namespace + "/" + JournalName + ")", nil
+}
+
+// undoBackup finishes what an interrupted backup left: it unpauses what the backup paused,
+// removes its partial folder and its journal, and says so.
+func undoBackup(ctx context.Context, src *cluster.Client, j *journal, opts Options) (string, error) {
+	opts.defaults()
+	g := &Graph{Nodes: map[types.UID]*Node{}}
+	var nodes []*Node
+	for _, r := range j.Paused {
+		n := &Node{Ref: r, Obj: &unstructured.Unstructured{}}
+		n.Obj.SetAPIVersion(r.APIVersion)
+		n.Obj.SetKind(r.Kind)
+		nodes = append(nodes, n)
+	}
+	g.Order = [][]*Node{nodes}
+	m := &mover{src: src, opts: opts, g: g, moveID: j.MoveID}
+	if err := m.unpause(ctx, src, nodes, "source"); err != nil {
+		return "", fmt.Errorf("undoing the interrupted backup %s (started %s): %w", j.MoveID, j.Started.Format(time.RFC3339), err)
+	}
+	if j.Directory != "" {
+		_ = os.RemoveAll(partialDir(j.Directory, j.MoveID))
+	}
+	if err := finishJournal(ctx, src, j); err != nil {
+		return "", err
+	}
+	opts.Log.Info("Undid an interrupted backup", "moveID", j.MoveID, "directory", j.Directory, "unpaused", len(nodes))
+	return fmt.Sprintf("the backup %s of %s to %s (started %s) had been interrupted: the %d Clusters/ClusterClasses it paused were unpaused; nothing was left in %s",
+		j.MoveID, j.Scope, j.Directory, j.Started.Format(time.RFC3339), len(nodes), j.Directory), nil
+}
+
+// checkEmptyDir accepts a directory that does not exist yet (it is created only when the backup
+// is complete) or an empty one.
 func checkEmptyDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("creating the backup directory: %w", err)
+		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("the backup directory's parent: %w", err)
 		}
 		return nil
 	case err != nil:
@@ -154,17 +239,25 @@ func fileName(n *Node, used map[string]bool) string {
 	return name
 }
 
-func writeBackup(dir string, g *Graph, man Manifest) error {
+// writeBackup writes the files into dir (created 0700) and returns how many objects it wrote.
+func writeBackup(ctx context.Context, dir string, g *Graph, man Manifest, opts Options) (int, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return 0, fmt.Errorf("creating the backup directory: %w", err)
+	}
 	used := map[string]bool{}
-	for _, n := range g.Moved() {
+	for i, n := range g.Moved() {
+		if err := ctx.Err(); err != nil {
+			return i, err
+		}
 		b, err := yaml.Marshal(n.Obj.Object)
 		if err != nil {
-			return fmt.Errorf("encoding %s: %w", n.Ref, err)
+			return i, fmt.Errorf("encoding %s: %w", n.Ref, err)
 		}
 		name := fileName(n, used)
 		if err := writeFile0600(filepath.Join(dir, name), b); err != nil {
-			return err
+			return i, err
 		}
+		opts.hook("write", i+1)
 		sum := sha256.Sum256(b)
 		man.Objects = append(man.Objects, ManifestObject{
 			File: name, Ref: n.Ref, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
@@ -173,10 +266,13 @@ func writeBackup(dir string, g *Graph, man Manifest) error {
 	}
 	b, err := yaml.Marshal(man)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// The manifest is written last: a directory without it is an unfinished backup.
-	return writeFile0600(filepath.Join(dir, ManifestFile), b)
+	if err := writeFile0600(filepath.Join(dir, ManifestFile), b); err != nil {
+		return 0, err
+	}
+	return len(man.Objects), nil
 }
 
 func writeFile0600(path string, b []byte) error {
@@ -309,31 +405,27 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 	if err := Preflight(ctx, nil, dst, g); err != nil {
 		return rep, err
 	}
-	m := &mover{dst: dst, opts: opts, g: g, uids: map[types.UID]types.UID{}}
-	if err := m.createAll(ctx); err != nil {
-		return rep, fmt.Errorf("%w; %d of %d objects were created (paused); re-run the same restore to complete it", err, m.created.Load()+m.updated.Load(), g.Count())
-	}
-	rep.Created, rep.Updated = int(m.created.Load()), int(m.updated.Load())
-	var ours []*Node
-	for _, n := range g.Moved() {
-		if _, ok := n.Obj.GetAnnotations()[MovePausedAnnotation]; ok {
-			ours = append(ours, n)
-		}
-	}
-	if err := m.unpause(ctx, dst, ours, "target"); err != nil {
-		return rep, err
-	}
-	originals := map[types.UID]*unstructured.Unstructured{}
-	for _, n := range g.Moved() {
-		originals[n.Ref.UID] = n.Obj
-	}
-	diffs, err := Verify(ctx, dst, g, originals)
+	rep.Warnings = append(rep.Warnings, sanitize(g)...)
+	existing, err := listMovedKinds(ctx, dst, g)
 	if err != nil {
-		return rep, fmt.Errorf("the restore is complete, but verifying it failed: %w", err)
+		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+	}
+	m := &mover{dst: dst, opts: opts, g: g, moveID: "restore-" + rand.String(8), uids: map[types.UID]types.UID{}}
+	if err := m.converge(ctx, existing); err != nil {
+		return rep, fmt.Errorf("%w; %d of %d objects are in the target (paused); re-run the same restore to complete it", err, m.created.Load()+m.updated.Load()+m.present.Load(), g.Count())
+	}
+	rep.Created, rep.Updated, rep.AlreadyPresent = int(m.created.Load()), int(m.updated.Load()), int(m.present.Load())
+	diffs, err := m.verifyTarget(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verifying the restore: %w", err)
 	}
 	rep.Differences = diffs
 	if len(diffs) > 0 {
-		return rep, fmt.Errorf("%w: %d difference(s)", ErrVerification, len(diffs))
+		return rep, fmt.Errorf("%w: %d difference(s); the restored objects stay paused: re-run the same restore to repair them", ErrVerification, len(diffs))
+	}
+	rep.Verified = true
+	if err := m.unpauseTarget(ctx); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }

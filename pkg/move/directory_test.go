@@ -51,8 +51,8 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	if rep.Objects != want {
-		t.Errorf("backed up %d objects, want %d", rep.Objects, want)
+	if rep.Objects != want || rep.Written != want {
+		t.Errorf("backed up %d objects (%d written), want %d", rep.Objects, rep.Written, want)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != want+1 {
@@ -106,8 +106,8 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	}
 	// Restoring again converges (objects adopted, nothing duplicated).
 	rep, err = FromDirectory(ctx, empty.Client, dir, Options{})
-	if err != nil || rep.Updated != want || rep.Created != 0 {
-		t.Errorf("second restore: created %d updated %d err %v", rep.Created, rep.Updated, err)
+	if err != nil || rep.AlreadyPresent != want || rep.Created != 0 || rep.Updated != 0 {
+		t.Errorf("second restore: created %d updated %d already present %d err %v", rep.Created, rep.Updated, rep.AlreadyPresent, err)
 	}
 
 	// A changed file, an extra file, a missing manifest: not a (valid) capctl backup.

@@ -198,21 +198,26 @@ func (b *builder) addCluster(name string, o clusterOpts) int {
 	if o.paused {
 		spec["paused"] = true
 	}
+	// Finalizers as the controllers set them: a move must carry them over exactly.
 	c := obj(vCore, "Cluster", name, spec)
+	c.SetFinalizers([]string{"cluster.cluster.x-k8s.io"})
 	c.Object["status"] = provisionedClusterStatus()
 	c = add(c)
 	dc := obj(vInfra, "DockerCluster", name, map[string]any{})
+	dc.SetFinalizers([]string{"dockercluster.infrastructure.cluster.x-k8s.io"})
 	if o.annotate != nil {
 		dc.SetAnnotations(o.annotate)
 	}
 	add(dc, c)
 	cpTmpl := add(obj(vInfra, "DockerMachineTemplate", name+"-cp", map[string]any{"template": map[string]any{"spec": map[string]any{}}}), c)
-	kcp := add(obj(vCP, "KubeadmControlPlane", name, map[string]any{
+	kcp := obj(vCP, "KubeadmControlPlane", name, map[string]any{
 		"version":           "v1.34.0",
 		"replicas":          int64(o.cpCount),
 		"machineTemplate":   map[string]any{"spec": map[string]any{"infrastructureRef": ref(gInfra, "DockerMachineTemplate", cpTmpl.GetName())}},
 		"kubeadmConfigSpec": map[string]any{"format": "cloud-config"},
-	}), c)
+	})
+	kcp.SetFinalizers([]string{"kubeadm.controlplane.cluster.x-k8s.io"})
+	kcp = add(kcp, c)
 	machine := func(mname string, owner *unstructured.Unstructured, cp bool) {
 		m := obj(vCore, "Machine", mname, map[string]any{
 			"clusterName":       name,
@@ -225,10 +230,13 @@ func (b *builder) addCluster(name string, o clusterOpts) int {
 			labels["cluster.x-k8s.io/control-plane"] = ""
 		}
 		m.SetLabels(labels)
+		m.SetFinalizers([]string{"machine.cluster.x-k8s.io"})
 		m.Object["status"] = map[string]any{"nodeRef": map[string]any{"name": mname}}
 		m = add(m, owner)
 		add(obj(vBoot, "KubeadmConfig", mname, map[string]any{"format": "cloud-config"}), m)
-		add(obj(vInfra, "DockerMachine", mname, map[string]any{}), m)
+		dm := obj(vInfra, "DockerMachine", mname, map[string]any{})
+		dm.SetFinalizers([]string{"dockermachine.infrastructure.cluster.x-k8s.io"})
+		add(dm, m)
 	}
 	for i := range o.cpCount {
 		machine(fmt.Sprintf("%s-cp-%d", name, i), kcp, true)
@@ -242,8 +250,12 @@ func (b *builder) addCluster(name string, o clusterOpts) int {
 			"infrastructureRef": ref(gInfra, "DockerMachineTemplate", wTmpl.GetName()),
 		}}
 		sel := map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/deployment-name": name + "-md-0"}}
-		md := add(obj(vCore, "MachineDeployment", name+"-md-0", map[string]any{"clusterName": name, "replicas": int64(o.workers), "selector": sel, "template": tmpl}), c)
-		ms := add(obj(vCore, "MachineSet", name+"-md-0-abcde", map[string]any{"clusterName": name, "replicas": int64(o.workers), "selector": sel, "template": tmpl}), md)
+		md := obj(vCore, "MachineDeployment", name+"-md-0", map[string]any{"clusterName": name, "replicas": int64(o.workers), "selector": sel, "template": tmpl})
+		md.SetFinalizers([]string{"cluster.x-k8s.io/machinedeployment"})
+		md = add(md, c)
+		ms := obj(vCore, "MachineSet", name+"-md-0-abcde", map[string]any{"clusterName": name, "replicas": int64(o.workers), "selector": sel, "template": tmpl})
+		ms.SetFinalizers([]string{"cluster.x-k8s.io/machineset"})
+		ms = add(ms, md)
 		for i := range o.workers {
 			machine(fmt.Sprintf("%s-md-0-abcde-%d", name, i), ms, false)
 		}

@@ -78,13 +78,14 @@ type Node struct {
 	// Level is the creation level (0 first); -1 when not moved.
 	Level int
 
-	sortKey  string
-	tenant   bool
-	force    bool
-	blocked  bool
-	inMove   bool
-	missing  []metav1.OwnerReference
-	excluded string
+	sortKey    string
+	pausedByUs bool // paused by an earlier, interrupted run of capctl (seen in the source)
+	tenant     bool
+	force      bool
+	blocked    bool
+	inMove     bool
+	missing    []metav1.OwnerReference
+	excluded   string
 }
 
 // Exclusion is an object left out of the move with the reason.
@@ -663,16 +664,22 @@ func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope
 		if i := strings.Index(name, "/"); i >= 0 {
 			ns, name = name[:i], name[i+1:]
 		} else if scope.AllNamespaces {
-			// a bare name with -A matches that name in every namespace
-			found := false
+			// A bare name with -A must name one Cluster: several namespaces may use it.
+			var found []*Node
+			var where []string
 			for _, n := range nodes {
 				if isCluster(n) && n.Ref.Name == name {
-					stack = append(stack, n)
-					found = true
+					found = append(found, n)
+					where = append(where, n.Ref.Namespace+"/"+name)
 				}
 			}
-			if !found {
+			switch len(found) {
+			case 0:
 				missing = append(missing, name)
+			case 1:
+				stack = append(stack, found[0])
+			default:
+				return fmt.Errorf("--cluster %s with -A is ambiguous: Clusters %s have that name; pass NAMESPACE/NAME", name, strings.Join(where, ", "))
 			}
 			continue
 		}

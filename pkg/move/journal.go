@@ -1,36 +1,91 @@
 package move
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // JournalName is the ConfigMap (in the namespace moved from; "default" for -A) that records an
-// unfinished move in the source cluster, so a re-run or `--resume` completes it.
+// unfinished move or backup in the source cluster, so a re-run or `--resume` completes or undoes
+// it. The copy of the objects as they were before the move lives beside it in Secrets named
+// JournalName-0, JournalName-1, ... (Secrets, because the copy holds the moved Secrets' data).
 const JournalName = "capctl-move-journal"
+
+// journalDataLabel marks the Secrets holding a journal's copy of the objects (value: the move ID).
+const journalDataLabel = "capctl.cluster.x-k8s.io/move-journal-data"
+
+// journalChunk bounds one journal Secret's data (etcd refuses requests over 1.5 MiB).
+const journalChunk = 768 << 10
 
 const (
 	phaseCreating = "creating" // nothing deleted yet: the source is complete
-	phaseDeleting = "deleting" // every object exists in the target; deleting from the source
+	phaseDeleting = "deleting" // every object exists in the target and matched the copy; deleting from the source
+	phaseBackup   = "backup"   // a --to-directory backup is under way: the source is paused, nothing else changed
 )
 
 type journal struct {
 	MoveID   string    `json:"moveID"`
 	Scope    Scope     `json:"scope"`
 	Source   string    `json:"source"`
-	Target   string    `json:"target"`
-	TargetID string    `json:"targetID"`
+	Target   string    `json:"target,omitempty"`
+	TargetID string    `json:"targetID,omitempty"` // UID of the target's kube-system namespace
 	Started  time.Time `json:"started"`
 	Phase    string    `json:"phase"`
 	Objects  int       `json:"objects"`
+	// Paused lists the Clusters and ClusterClasses this move paused in the source.
+	Paused []Ref `json:"paused,omitempty"`
+	// Directory is the folder a backup writes (phase backup).
+	Directory string `json:"directory,omitempty"`
+	// DataSecrets and DataSHA256 describe the copy of the objects (phase deleting needs it).
+	DataSecrets int    `json:"dataSecrets,omitempty"`
+	DataSHA256  string `json:"dataSHA256,omitempty"`
+
+	namespace string
+}
+
+// Unfinished describes a move or backup recorded in a cluster's journal, for dry runs and errors.
+type Unfinished struct {
+	MoveID    string    `json:"moveID"`
+	Namespace string    `json:"namespace"`
+	Scope     Scope     `json:"scope"`
+	Phase     string    `json:"phase"`
+	Started   time.Time `json:"started"`
+	Target    string    `json:"target,omitempty"`
+	Directory string    `json:"directory,omitempty"`
+	Paused    int       `json:"paused"`
+}
+
+func (u Unfinished) String() string {
+	if u.Phase == phaseBackup {
+		return fmt.Sprintf("an interrupted backup (%s, started %s) of %s to %s left %d Clusters/ClusterClasses paused; the next capctl move or backup of the source unpauses them",
+			u.MoveID, u.Started.Format(time.RFC3339), u.Scope, u.Directory, u.Paused)
+	}
+	state := "nothing deleted from the source yet"
+	if u.Phase == phaseDeleting {
+		state = "every object is in the target; the source is partly deleted"
+	}
+	return fmt.Sprintf("an unfinished move (%s, started %s, phase %s: %s) of %s to %s; finish it with `capctl move --resume --to-kubeconfig <target>`",
+		u.MoveID, u.Started.Format(time.RFC3339), u.Phase, state, u.Scope, u.Target)
+}
+
+func (j *journal) unfinished() Unfinished {
+	return Unfinished{MoveID: j.MoveID, Namespace: j.namespace, Scope: j.Scope, Phase: j.Phase, Started: j.Started, Target: j.Target, Directory: j.Directory, Paused: len(j.Paused)}
 }
 
 func journalNamespace(s Scope) string {
@@ -55,31 +110,13 @@ func sameScope(a, b Scope) bool {
 	return true
 }
 
-func readJournal(ctx context.Context, c client.Client, ns string) (*journal, error) {
-	cm := &corev1.ConfigMap{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: JournalName}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the move journal %s/%s: %w", ns, JournalName, err)
-	}
-	j := &journal{}
-	if err := json.Unmarshal([]byte(cm.Data["journal"]), j); err != nil {
-		return nil, fmt.Errorf("the move journal %s/%s is unreadable (%v); delete it only if no move is half done", ns, JournalName, err)
-	}
-	return j, nil
-}
-
-// findJournal looks for the journal of an unfinished move in every namespace (one LIST), for
-// --resume. With several, the namespace decides.
-func findJournal(ctx context.Context, c client.Client, preferNS string) (*journal, error) {
+// listJournals reads every journal of the cluster (one LIST of labelled ConfigMaps).
+func listJournals(ctx context.Context, c client.Reader) ([]*journal, error) {
 	list := &corev1.ConfigMapList{}
 	if err := c.List(ctx, list, client.HasLabels{JournalLabel}); err != nil {
 		return nil, fmt.Errorf("looking for the journal of an unfinished move: %w", err)
 	}
-	var found []*journal
-	var where []string
+	var out []*journal
 	for _, cm := range list.Items {
 		if cm.Name != JournalName {
 			continue
@@ -88,52 +125,184 @@ func findJournal(ctx context.Context, c client.Client, preferNS string) (*journa
 		if err := json.Unmarshal([]byte(cm.Data["journal"]), j); err != nil {
 			return nil, fmt.Errorf("the move journal %s/%s is unreadable (%v); delete it only if no move is half done", cm.Namespace, JournalName, err)
 		}
-		if cm.Namespace == preferNS {
-			return j, nil
-		}
-		found = append(found, j)
-		where = append(where, cm.Namespace+" ("+j.Scope.String()+")")
+		j.namespace = cm.Namespace
+		out = append(out, j)
 	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return found[0], nil
-	}
-	return nil, fmt.Errorf("several unfinished moves are recorded, in namespaces %v: pass -n with the one to resume", where)
+	sort.Slice(out, func(a, b int) bool { return out[a].namespace < out[b].namespace })
+	return out, nil
 }
 
-func writeJournal(ctx context.Context, c client.Client, ns string, j *journal) error {
+// PendingMoves lists the unfinished moves and backups recorded in c (a dry run shows them).
+func PendingMoves(ctx context.Context, c client.Reader) ([]Unfinished, error) {
+	js, err := listJournals(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []Unfinished
+	for _, j := range js {
+		out = append(out, j.unfinished())
+	}
+	return out, nil
+}
+
+func writeJournal(ctx context.Context, c client.Client, j *journal) error {
+	if j.namespace == "" {
+		j.namespace = journalNamespace(j.Scope)
+	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: JournalName, Labels: map[string]string{JournalLabel: ""}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: JournalName, Labels: map[string]string{JournalLabel: ""}},
 		Data:       map[string]string{"journal": string(b)},
 	}
-	err = c.Create(ctx, cm)
-	if apierrors.IsAlreadyExists(err) {
-		err = c.Update(ctx, cm)
-		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
-			existing := &corev1.ConfigMap{}
-			if err = c.Get(ctx, client.ObjectKeyFromObject(cm), existing); err == nil {
-				existing.Data = cm.Data
-				existing.Labels = cm.Labels
-				err = c.Update(ctx, existing)
-			}
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("writing the move journal %s/%s: %w", ns, JournalName, err)
+	if err := createOrUpdate(ctx, c, cm, func(existing client.Object) {
+		e := existing.(*corev1.ConfigMap)
+		e.Data, e.Labels = cm.Data, cm.Labels
+	}); err != nil {
+		return fmt.Errorf("writing the move journal %s/%s: %w", j.namespace, JournalName, err)
 	}
 	return nil
 }
 
+// createOrUpdate creates obj, or updates the existing object through set.
+func createOrUpdate(ctx context.Context, c client.Client, obj client.Object, set func(existing client.Object)) error {
+	err := c.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing := obj.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return err
+	}
+	set(existing)
+	return c.Update(ctx, existing)
+}
+
+// finishJournal removes the journal: the ConfigMap first (a journal without its data is never
+// read again: its data Secrets are orphans a later move removes), then the data Secrets.
 func finishJournal(ctx context.Context, c client.Client, j *journal) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: journalNamespace(j.Scope), Name: JournalName}}
+	ns := j.namespace
+	if ns == "" {
+		ns = journalNamespace(j.Scope)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: JournalName}}
 	if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("the move is complete but removing its journal %s/%s failed: %w", cm.Namespace, cm.Name, err)
+		return fmt.Errorf("the move is complete but removing its journal %s/%s failed: %w", ns, JournalName, err)
+	}
+	if j.DataSecrets > 0 {
+		if err := c.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(ns), client.HasLabels{journalDataLabel}); err != nil {
+			return fmt.Errorf("the move is complete but removing its journal's copy (Secrets %s-*) in %s failed: %w", JournalName, ns, err)
+		}
 	}
 	return nil
+}
+
+// snapshotEntry is one object of the journal's copy: the object as it was before the move and
+// its place in the graph.
+type snapshotEntry struct {
+	Object       map[string]any `json:"object"`
+	Owners       []types.UID    `json:"owners,omitempty"`
+	SoftOwners   []types.UID    `json:"softOwners,omitempty"`
+	Level        int            `json:"level"`
+	Cluster      string         `json:"cluster,omitempty"`
+	Global       bool           `json:"global,omitempty"`
+	KeepInSource bool           `json:"keepInSource,omitempty"`
+	UserPaused   bool           `json:"userPaused,omitempty"`
+}
+
+// writeSnapshot stores the graph's objects (as they were before the move) in the journal's data
+// Secrets and records their number and digest in j (the caller writes j afterwards, so a
+// journal never names data that was not completely written).
+func writeSnapshot(ctx context.Context, c client.Client, j *journal, g *Graph) error {
+	entries := make([]snapshotEntry, 0, g.Count())
+	for _, n := range g.Moved() {
+		entries = append(entries, snapshotEntry{Object: n.Obj.Object, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
+			Cluster: n.Cluster, Global: n.Global, KeepInSource: n.KeepInSource, UserPaused: n.UserPaused})
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(entries); err != nil {
+		return fmt.Errorf("encoding the journal's copy of the objects: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	data := buf.Bytes()
+	sum := sha256.Sum256(data)
+	ns := journalNamespace(j.Scope)
+	chunks := 0
+	for off := 0; off < len(data) || chunks == 0; off += journalChunk {
+		part := data[off:min(off+journalChunk, len(data))]
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: JournalName + "-" + strconv.Itoa(chunks),
+				Labels: map[string]string{JournalLabel: "", journalDataLabel: j.MoveID}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"objects.json.gz": part},
+		}
+		if err := createOrUpdate(ctx, c, s, func(existing client.Object) {
+			e := existing.(*corev1.Secret)
+			e.Data, e.Labels = s.Data, s.Labels
+		}); err != nil {
+			return fmt.Errorf("writing the journal's copy of the objects (Secret %s/%s): %w", ns, s.Name, err)
+		}
+		chunks++
+	}
+	j.DataSecrets, j.DataSHA256 = chunks, hex.EncodeToString(sum[:])
+	return nil
+}
+
+// readSnapshot rebuilds the graph from the journal's copy, checking its digest.
+func readSnapshot(ctx context.Context, c client.Reader, j *journal) (*Graph, error) {
+	if j.DataSecrets == 0 {
+		return nil, fmt.Errorf("the move journal %s/%s (move %s) holds no copy of the objects", j.namespace, JournalName, j.MoveID)
+	}
+	var data []byte
+	for i := range j.DataSecrets {
+		s := &corev1.Secret{}
+		name := JournalName + "-" + strconv.Itoa(i)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: j.namespace, Name: name}, s); err != nil {
+			return nil, fmt.Errorf("reading the journal's copy of the objects (Secret %s/%s): %w", j.namespace, name, err)
+		}
+		data = append(data, s.Data["objects.json.gz"]...)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != j.DataSHA256 {
+		return nil, fmt.Errorf("the journal's copy of the objects (Secrets %s/%s-*) does not match its digest: it was changed or only partly written", j.namespace, JournalName)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
+	}
+	var entries []snapshotEntry
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("decoding the journal's copy of the objects: %w", err)
+	}
+	g := &Graph{Nodes: make(map[types.UID]*Node, len(entries))}
+	for _, e := range entries {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(mustJSON(e.Object)); err != nil { // integers stay integers
+			return nil, fmt.Errorf("decoding the journal's copy of the objects: %w", err)
+		}
+		gvk := u.GroupVersionKind()
+		n := &Node{Obj: u, Ref: Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()},
+			Owners: e.Owners, SoftOwners: e.SoftOwners, Level: e.Level, Cluster: e.Cluster, Global: e.Global, KeepInSource: e.KeepInSource,
+			UserPaused: e.UserPaused, inMove: true, sortKey: ""}
+		n.sortKey = n.Ref.String()
+		g.Nodes[n.Ref.UID] = n
+		for len(g.Order) <= n.Level {
+			g.Order = append(g.Order, nil)
+		}
+		g.Order[n.Level] = append(g.Order[n.Level], n)
+	}
+	return g, nil
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

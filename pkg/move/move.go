@@ -2,18 +2,14 @@ package move
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +33,10 @@ type Options struct {
 	Scope Scope
 	// Resume completes the move recorded in the source's journal (its scope wins over Scope).
 	Resume bool
+	// RestartTarget lets an unfinished move continue into a target cluster other than the one it
+	// started with (the original was lost or rebuilt): every object is created there from the
+	// journal's copy of the objects as they were before the move.
+	RestartTarget bool
 	// BlockMoveTimeout bounds the wait for every block-move annotation to go (one budget for all).
 	BlockMoveTimeout time.Duration
 	// Parallelism bounds concurrent writes within one owner level.
@@ -45,8 +45,10 @@ type Options struct {
 	Progress func(phase string, done, total int)
 	// Log receives progress lines.
 	Log *logging.Logger
-	// AfterCreate is called after each object created in the target (tests inject faults with it).
-	AfterCreate func(created int)
+	// Hook is called after each step of a move (phase "discover", "journal", "pause", "create",
+	// "verify", "deleting", "delete", "unpause", "finish"; backups: "discover", "journal",
+	// "pause", "write") with the count done so far: tests stop the process there.
+	Hook func(phase string, done int)
 	// Now is the clock (tests).
 	Now func() time.Time
 	// PollInterval of the block-move wait (default 1 s).
@@ -66,6 +68,15 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Log == nil {
+		o.Log = logging.Discard()
+	}
+}
+
+func (o *Options) hook(phase string, done int) {
+	if o.Hook != nil {
+		o.Hook(phase, done)
+	}
 }
 
 // Report is the result of a move.
@@ -74,17 +85,27 @@ type Report struct {
 	Resumed bool   `json:"resumed,omitempty"`
 	Scope   Scope  `json:"scope"`
 	// Clusters and ClusterClasses moved (namespace/name).
-	Clusters       []string    `json:"clusters"`
-	ClusterClasses []string    `json:"clusterClasses"`
-	Objects        int         `json:"objects"`
+	Clusters       []string `json:"clusters"`
+	ClusterClasses []string `json:"clusterClasses"`
+	// Objects is the number of objects in the move.
+	Objects int `json:"objects"`
+	// Created, Updated and AlreadyPresent count what this run did in the target (or, for a
+	// backup, Written counts the files written); Deleted counts the objects this run deleted
+	// from the source, AlreadyDeleted those an earlier run had deleted.
 	Created        int         `json:"created"`
 	Updated        int         `json:"updated"`
+	AlreadyPresent int         `json:"alreadyPresent"`
+	Written        int         `json:"written,omitempty"`
 	Deleted        int         `json:"deleted"`
+	AlreadyDeleted int         `json:"alreadyDeleted,omitempty"`
 	KeptInSource   int         `json:"keptInSource"`
 	UserPaused     []string    `json:"userPaused,omitempty"`
 	Excluded       []Exclusion `json:"excluded,omitempty"`
 	Warnings       []string    `json:"warnings,omitempty"`
-	// Differences found by the verification of the target against the source.
+	// Verified is true once the target was compared with the objects as they were before the
+	// move and matched.
+	Verified bool `json:"verified"`
+	// Differences found by the verification of the target against the pre-move copy.
 	Differences    []Difference `json:"differences,omitempty"`
 	SourceRequests int64        `json:"sourceRequests"`
 	TargetRequests int64        `json:"targetRequests"`
@@ -96,11 +117,15 @@ type Report struct {
 // ErrSameCluster refuses a move whose target is its source.
 var ErrSameCluster = errors.New("the target cluster is the source cluster")
 
-// ErrVerification is returned when the target does not match the source after a move.
-var ErrVerification = errors.New("verification found differences between source and target")
+// ErrVerification is returned when the target does not match the objects as they were before
+// the move.
+var ErrVerification = errors.New("verification found differences between the target and the objects as they were before the move")
+
+// ErrOtherTarget is returned when an unfinished move is recorded towards another target cluster.
+var ErrOtherTarget = errors.New("the unfinished move is recorded towards another target cluster")
 
 // ClusterID identifies a cluster by the UID of its kube-system namespace (the same cluster reached
-// through two URLs or kubeconfigs has one ID).
+// through two URLs or kubeconfigs has one ID; a cluster rebuilt at the same URL has a new one).
 func ClusterID(ctx context.Context, c client.Reader) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
@@ -126,21 +151,12 @@ func nothingToMove(scope Scope, src *cluster.Client) error {
 		ErrNothingToMove, MoveLabel, scope, src.Config.Host)
 }
 
-// mover holds the state of one run.
-type mover struct {
-	src, dst *cluster.Client
-	opts     Options
-	g        *Graph
-	moveID   string
-
-	mu      sync.Mutex
-	uids    map[types.UID]types.UID // source UID -> target UID
-	created atomic.Int64
-	updated atomic.Int64
-	paused  []*Node // nodes capctl paused in the source in this or an earlier run
-}
-
 // Move moves the graph selected by opts.Scope from src to dst.
+//
+// Safety: the objects are read once, before anything changes, and that copy is kept in the
+// source's journal. The target is only ever written from that copy (never from source objects a
+// later phase annotated or stripped of finalizers), it is compared with that copy before the
+// first delete, and an interrupted run, re-run or resumed, continues from the journal.
 func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report, error) {
 	opts.defaults()
 	start := opts.Now()
@@ -152,6 +168,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
 	log := opts.Log
+	opts.Scope = opts.Scope.resolve(src.Namespace)
 
 	srcID, err := ClusterID(ctx, src)
 	if err != nil {
@@ -166,46 +183,53 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 			ErrSameCluster, src.Config.Host, src.KubeconfigPath, dst.Config.Host, dst.KubeconfigPath)
 	}
 
-	// The journal of an unfinished move decides whether this run resumes it.
-	if opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces {
-		opts.Scope.Namespace = src.Namespace
-	}
-	var j *journal
-	if opts.Resume {
-		j, err = findJournal(ctx, src, journalNamespace(opts.Scope))
-	} else {
-		j, err = readJournal(ctx, src, journalNamespace(opts.Scope))
-	}
+	j, warnings, err := openJournal(ctx, src, opts)
+	rep.Warnings = append(rep.Warnings, warnings...)
 	if err != nil {
 		return rep, err
 	}
-	switch {
-	case j == nil && opts.Resume:
-		return rep, fmt.Errorf("--resume: no unfinished move is recorded in %s (no ConfigMap %s in any namespace); nothing to resume", src.Config.Host, JournalName)
-	case j != nil && j.TargetID != dstID:
-		return rep, fmt.Errorf("an unfinished move (%s, started %s, phase %s) of %s is recorded towards another target cluster (%s); finish it first: re-run with --resume and that cluster's kubeconfig",
-			j.MoveID, j.Started.Format(time.RFC3339), j.Phase, j.Scope, j.Target)
-	case j != nil && !opts.Resume && !sameScope(j.Scope, opts.Scope):
-		return rep, fmt.Errorf("an unfinished move (%s) of %s is recorded; finish it with `capctl move --resume` before moving %s", j.MoveID, j.Scope, opts.Scope)
-	case j != nil:
-		log.Info("Resuming an unfinished move", "moveID", j.MoveID, "phase", j.Phase, "started", j.Started.Format(time.RFC3339))
+	if j != nil {
 		opts.Scope = j.Scope
-		rep.Resumed = true
 	}
-	rep.Scope = opts.Scope
+	if j != nil && j.TargetID != dstID {
+		if !opts.RestartTarget {
+			return rep, fmt.Errorf("%w: the move %s (started %s, phase %s) of %s was recorded towards the cluster with kube-system UID %s at %s, but %s is the cluster with UID %s (another cluster, or the same address rebuilt).\n"+
+				"If the original target still exists, re-run with its kubeconfig. If it was lost or rebuilt, re-run with --resume --restart-target: capctl re-creates every object in this cluster from the journal's copy of the objects as they were before the move, then finishes the move",
+				ErrOtherTarget, j.MoveID, j.Started.Format(time.RFC3339), j.Phase, j.Scope, j.TargetID, j.Target, dst.Config.Host, dstID)
+		}
+	} else if opts.RestartTarget {
+		if j == nil {
+			return rep, fmt.Errorf("--restart-target: no unfinished move is recorded in %s; nothing to restart", src.Config.Host)
+		}
+		return rep, fmt.Errorf("--restart-target: the unfinished move %s is already recorded towards %s (UID %s); re-run without --restart-target", j.MoveID, dst.Config.Host, dstID)
+	}
 
-	log.Info("Discovering Cluster API objects", "scope", opts.Scope.String())
-	g, err := Discover(ctx, src, opts.Scope)
-	if err != nil {
-		return rep, err
+	// The graph: the journal's copy once deleting started (the source is no longer complete, and
+	// what is left of it may carry delete-phase changes); a fresh discovery otherwise.
+	var g *Graph
+	if j != nil && j.Phase == phaseDeleting {
+		log.Info("Resuming an unfinished move from its journal", "moveID", j.MoveID, "phase", j.Phase, "started", j.Started.Format(time.RFC3339))
+		if g, err = readSnapshot(ctx, src, j); err != nil {
+			return rep, err
+		}
+	} else {
+		if j != nil {
+			log.Info("Resuming an unfinished move (nothing was deleted yet: reading the source again)", "moveID", j.MoveID, "started", j.Started.Format(time.RFC3339))
+		}
+		log.Info("Discovering Cluster API objects", "scope", opts.Scope.String())
+		if g, err = Discover(ctx, src, opts.Scope); err != nil {
+			return rep, err
+		}
+		rep.Warnings = append(rep.Warnings, sanitize(g)...)
 	}
+	rep.Resumed = j != nil
+	rep.Scope = opts.Scope
 	rep.Graph = g
 	fillReport(rep, g)
+	opts.hook("discover", g.Count())
 	if g.Count() == 0 {
-		if j != nil && j.Phase == phaseDeleting {
-			// Everything was already deleted from the source by the earlier run.
-			log.Info("Nothing left in the source; finishing the recorded move")
-			return rep, finishJournal(ctx, src, j)
+		if j != nil {
+			return rep, fmt.Errorf("%w; the unfinished move %s recorded in %s/%s holds nothing either: remove that ConfigMap", nothingToMove(opts.Scope, src), j.MoveID, j.namespace, JournalName)
 		}
 		return rep, nothingToMove(opts.Scope, src)
 	}
@@ -214,68 +238,86 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	if err := Preflight(ctx, src, dst, g); err != nil {
 		return rep, err
 	}
-
-	if j == nil {
-		// A fresh move never overwrites what the target already holds.
-		clash, err := Conflicts(ctx, dst, g)
-		if err != nil {
-			return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
-		}
-		if len(clash) > 0 {
-			names := make([]string, 0, 10)
-			for i, r := range clash {
-				if i == 10 {
-					names = append(names, fmt.Sprintf("and %d more", len(clash)-10))
-					break
-				}
-				names = append(names, r.String())
-			}
-			return rep, fmt.Errorf("cannot start the move: the target cluster %s already holds %d of the objects to move: %s; remove them from the target (or, if an earlier move was interrupted and its journal lost, move into a clean target)",
-				dst.Config.Host, len(clash), strings.Join(names, ", "))
+	// What the target holds of the graph: a fresh move (or a restart into a new target) never
+	// overwrites it; a resumed one brings it up to date.
+	existing, err := listMovedKinds(ctx, dst, g)
+	if err != nil {
+		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+	}
+	if j == nil || opts.RestartTarget {
+		if err := refuseConflicts(g, existing, dst); err != nil {
+			return rep, err
 		}
 	}
+
 	m := &mover{src: src, dst: dst, opts: opts, g: g, uids: map[types.UID]types.UID{}}
 	if j == nil {
-		j = &journal{MoveID: "move-" + rand.String(8), Scope: opts.Scope, Target: dst.Config.Host, TargetID: dstID, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseCreating}
+		j = &journal{MoveID: "move-" + rand.String(8), Scope: opts.Scope, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseCreating}
 	}
+	if opts.RestartTarget {
+		log.Info("Restarting the move into a new target cluster from the journal's copy", "moveID", j.MoveID, "previousTarget", j.Target, "previousTargetID", j.TargetID, "target", dst.Config.Host)
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the move %s continued into %s (kube-system UID %s) instead of %s (UID %s), from the journal's copy of the objects", j.MoveID, dst.Config.Host, dstID, j.Target, j.TargetID))
+	}
+	j.Target, j.TargetID, j.Objects = dst.Config.Host, dstID, g.Count()
 	m.moveID = j.MoveID
 	rep.MoveID = j.MoveID
-	j.Objects = g.Count()
 	if j.Phase != phaseDeleting {
-		j.Phase = phaseCreating
+		j.Paused = pausable(g)
+		if err := writeSnapshot(ctx, src, j, g); err != nil {
+			return rep, err
+		}
 	}
-	if err := writeJournal(ctx, src, journalNamespace(opts.Scope), j); err != nil {
+	if err := writeJournal(ctx, src, j); err != nil {
 		return rep, err
 	}
+	opts.hook("journal", 0)
 
-	// Remember the original objects for the verification before pausing changes them.
-	originals := make(map[types.UID]*unstructured.Unstructured, g.Count())
-	for _, n := range g.Moved() {
-		originals[n.Ref.UID] = n.Obj.DeepCopy()
+	if j.Phase != phaseDeleting {
+		if err := m.pauseSource(ctx); err != nil {
+			return rep, m.abortBeforeDelete(ctx, fmt.Errorf("pausing the source: %w", err))
+		}
+		if err := WaitBlockMove(ctx, src, g, opts); err != nil {
+			return rep, m.abortBeforeDelete(ctx, err)
+		}
 	}
+	if err := m.converge(ctx, existing); err != nil {
+		if j.Phase == phaseDeleting {
+			return rep, fmt.Errorf("%w; the source is already partly deleted: re-run the same command (or add --resume) to finish from the journal's copy", err)
+		}
+		return rep, m.abortBeforeDelete(ctx, err)
+	}
+	rep.Created, rep.Updated, rep.AlreadyPresent = int(m.created.Load()), int(m.updated.Load()), int(m.present.Load())
 
-	if err := m.pauseSource(ctx); err != nil {
-		return rep, m.abortBeforeDelete(ctx, j, fmt.Errorf("pausing the source: %w", err))
+	// Verification before the first delete: the target must hold exactly the pre-move objects.
+	log.Info("Verifying the target against the objects as they were before the move")
+	diffs, err := m.verifyTarget(ctx)
+	if err == nil && len(diffs) > 0 {
+		rep.Differences = diffs
+		err = fmt.Errorf("%w: %d difference(s)", ErrVerification, len(diffs))
 	}
-	if err := WaitBlockMove(ctx, src, g, opts); err != nil {
-		return rep, m.abortBeforeDelete(ctx, j, err)
-	}
-	if err := m.createAll(ctx); err != nil {
-		return rep, m.abortBeforeDelete(ctx, j, err)
-	}
-	rep.Created, rep.Updated = int(m.created.Load()), int(m.updated.Load())
-
-	j.Phase = phaseDeleting
-	if err := writeJournal(ctx, src, journalNamespace(opts.Scope), j); err != nil {
-		return rep, fmt.Errorf("every object exists in the target, but recording that in the journal failed (%w); re-run the same move to finish it", err)
-	}
-	deleted, err := m.deleteSource(ctx)
-	rep.Deleted = deleted
 	if err != nil {
-		return rep, fmt.Errorf("every object exists in the target (still paused) but deleting from the source failed after %d objects: %w; re-run the same command (or add --resume) to finish the move", deleted, err)
+		if j.Phase == phaseDeleting {
+			return rep, fmt.Errorf("verifying the target: %w; nothing more was deleted: re-run the same command (or add --resume) to repair the target from the journal's copy", err)
+		}
+		return rep, m.abortBeforeDelete(ctx, fmt.Errorf("verifying the target: %w", err))
 	}
-	if err := m.unpause(ctx, dst, g.Moved(), "target"); err != nil {
-		return rep, fmt.Errorf("the move is complete but unpausing in the target failed: %w; re-run the same command (or add --resume) to finish", err)
+	rep.Verified = true
+	opts.hook("verify", g.Count())
+
+	if j.Phase != phaseDeleting {
+		j.Phase = phaseDeleting
+		if err := writeJournal(ctx, src, j); err != nil {
+			return rep, m.abortBeforeDelete(ctx, fmt.Errorf("recording the delete phase in the journal: %w", err))
+		}
+	}
+	opts.hook("deleting", 0)
+	deleted, gone, err := m.deleteSource(ctx, rep.Resumed)
+	rep.Deleted, rep.AlreadyDeleted = deleted, gone
+	if err != nil {
+		return rep, fmt.Errorf("every object is in the target (still paused, verified) but deleting from the source failed after %d objects: %w; re-run the same command (or add --resume) to finish the move", deleted, err)
+	}
+	if err := m.unpauseTarget(ctx); err != nil {
+		return rep, fmt.Errorf("the source is deleted but unpausing in the target failed: %w; re-run the same command (or add --resume) to finish", err)
 	}
 	var kept []*Node
 	for _, n := range g.Moved() {
@@ -284,30 +326,123 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		}
 	}
 	if err := m.unpause(ctx, src, kept, "source"); err != nil {
-		return rep, fmt.Errorf("the move is complete but unpausing the objects kept in the source failed: %w", err)
+		return rep, fmt.Errorf("the move is complete but unpausing the objects kept in the source failed: %w; re-run the same command (or add --resume) to finish", err)
 	}
 	if err := finishJournal(ctx, src, j); err != nil {
 		return rep, err
 	}
-	log.Info("Verifying the target against the source")
-	diffs, err := Verify(ctx, dst, g, originals)
-	if err != nil {
-		return rep, fmt.Errorf("the move is complete, but verifying it failed: %w", err)
-	}
-	rep.Differences = diffs
-	if len(diffs) > 0 {
-		return rep, fmt.Errorf("%w: %d difference(s)", ErrVerification, len(diffs))
-	}
+	opts.hook("finish", 0)
 	return rep, nil
+}
+
+// openJournal finds the journal this run continues, and undoes interrupted backups.
+func openJournal(ctx context.Context, src *cluster.Client, opts Options) (*journal, []string, error) {
+	js, err := listJournals(ctx, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	var moves []*journal
+	var warnings []string
+	want := journalNamespace(opts.Scope)
+	for _, j := range js {
+		if j.Phase != phaseBackup {
+			moves = append(moves, j)
+			continue
+		}
+		w, err := settleBackup(ctx, src, j, want, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = append(warnings, w)
+	}
+	var j *journal
+	for _, m := range moves {
+		if m.namespace == want {
+			j = m
+		}
+	}
+	if opts.Resume && j == nil {
+		switch len(moves) {
+		case 0:
+			return nil, warnings, fmt.Errorf("--resume: no unfinished move is recorded in %s (no ConfigMap %s in any namespace); nothing to resume", src.Config.Host, JournalName)
+		case 1:
+			j = moves[0]
+		default:
+			var where []string
+			for _, m := range moves {
+				where = append(where, m.namespace+" ("+m.Scope.String()+")")
+			}
+			return nil, warnings, fmt.Errorf("several unfinished moves are recorded, in namespaces %s: pass -n with the one to resume", strings.Join(where, ", "))
+		}
+	}
+	if j != nil && !opts.Resume && !sameScope(j.Scope, opts.Scope) {
+		return nil, warnings, fmt.Errorf("%s; finish it before moving %s", j.unfinished(), opts.Scope)
+	}
+	return j, warnings, nil
+}
+
+// sanitize removes from the discovered objects what an earlier, interrupted run left on them:
+// capctl's own pause (the object stays paused in the source, and is created paused in the target
+// anyway) and a delete-for-move annotation, which must never reach the target.
+func sanitize(g *Graph) []string {
+	var stale []string
+	for _, n := range g.Moved() {
+		ann := n.Obj.GetAnnotations()
+		if _, ok := ann[MovePausedAnnotation]; ok && !n.UserPaused {
+			n.pausedByUs = true
+			delete(ann, MovePausedAnnotation)
+			if isClusterNode(n) {
+				unstructured.RemoveNestedField(n.Obj.Object, "spec", "paused")
+			} else if isClusterClassNode(n) {
+				delete(ann, PausedAnnotation)
+			}
+		}
+		if _, ok := ann[DeleteForMoveAnnotation]; ok {
+			delete(ann, DeleteForMoveAnnotation)
+			stale = append(stale, n.Ref.String())
+		}
+		if len(ann) == 0 {
+			ann = nil
+		}
+		n.Obj.SetAnnotations(ann)
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	sort.Strings(stale)
+	return []string{fmt.Sprintf("%d source objects carry %s from an earlier interrupted move (%s): it is not copied to the target; check their finalizers in the target",
+		len(stale), DeleteForMoveAnnotation, strings.Join(first(stale, 5), ", "))}
+}
+
+func first(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
+}
+
+func refuseConflicts(g *Graph, existing map[string]*unstructured.Unstructured, dst *cluster.Client) error {
+	var clash []string
+	for _, n := range g.Moved() {
+		if !n.Global && !n.KeepInSource && existing[objKey(n)] != nil {
+			clash = append(clash, n.Ref.String())
+		}
+	}
+	if len(clash) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cannot start the move: the target cluster %s already holds %d of the objects to move: %s; remove them from the target (or, if an earlier move was interrupted and its journal lost, move into a clean target)",
+		dst.Config.Host, len(clash), strings.Join(first(clash, 10), ", "))
 }
 
 func fillReport(rep *Report, g *Graph) {
 	rep.Objects = g.Count()
+	rep.Clusters, rep.ClusterClasses, rep.UserPaused, rep.KeptInSource = nil, nil, nil, 0
 	for _, n := range g.Moved() {
 		switch {
-		case n.Ref.Kind == "Cluster" && strings.HasPrefix(n.Ref.APIVersion, "cluster.x-k8s.io/"):
+		case isClusterNode(n):
 			rep.Clusters = append(rep.Clusters, n.Ref.Namespace+"/"+n.Ref.Name)
-		case n.Ref.Kind == "ClusterClass":
+		case isClusterClassNode(n):
 			rep.ClusterClasses = append(rep.ClusterClasses, n.Ref.Namespace+"/"+n.Ref.Name)
 		}
 		if n.KeepInSource || n.Global {
@@ -320,23 +455,20 @@ func fillReport(rep *Report, g *Graph) {
 	sort.Strings(rep.Clusters)
 	sort.Strings(rep.ClusterClasses)
 	rep.Excluded = g.Excluded
-	rep.Warnings = g.Warnings
+	rep.Warnings = append(rep.Warnings, g.Warnings...)
 }
 
 // abortBeforeDelete unpauses the source after a failure before anything was deleted, and says so.
-func (m *mover) abortBeforeDelete(ctx context.Context, j *journal, cause error) error {
-	if j.Phase == phaseDeleting {
-		return fmt.Errorf("%w; the source was already partly deleted by an earlier run: re-run the same command to finish", cause)
-	}
-	// Use a fresh context: the caller's may be the reason we stop.
+func (m *mover) abortBeforeDelete(ctx context.Context, cause error) error {
+	// Use a fresh context: the caller's may be the reason we stop (Ctrl-C).
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	created := m.created.Load() + m.updated.Load()
-	if err := m.unpause(uctx, m.src, m.paused, "source"); err != nil {
-		return fmt.Errorf("%w; unpausing the source ALSO failed (%v): the source is intact but Clusters paused by capctl (annotation %s) stay paused until you re-run the move or unpause them", cause, err, MovePausedAnnotation)
+	written := m.created.Load() + m.updated.Load() + m.present.Load()
+	if err := m.unpause(uctx, m.src, m.g.Moved(), "source"); err != nil {
+		return fmt.Errorf("%w; unpausing the source ALSO failed (%v): the source is intact but Clusters paused by capctl (annotation %s) stay paused until you re-run the move", cause, err, MovePausedAnnotation)
 	}
-	return fmt.Errorf("%w\nNothing was deleted: the source is intact and unpaused. %d of %d objects were written to the target %s, where they stay paused; re-run the same command (or add --resume) to complete the move",
-		cause, created, m.g.Count(), m.dst.Config.Host)
+	return fmt.Errorf("%w\nNothing was deleted: the source is intact and unpaused. %d of %d objects are in the target %s, where they stay paused; re-run the same command (or add --resume) to complete the move",
+		cause, written, m.g.Count(), m.dst.Config.Host)
 }
 
 // Preflight checks the target can take the graph: the same providers at the same or newer
@@ -450,226 +582,6 @@ func isClusterClassNode(n *Node) bool {
 	return n.Ref.Kind == "ClusterClass" && strings.HasPrefix(n.Ref.APIVersion, "cluster.x-k8s.io/")
 }
 
-// pauseSource pauses moved Clusters (spec.paused) and ClusterClasses (annotation), marking the
-// pause as capctl's; objects the user paused are left alone and remembered.
-func (m *mover) pauseSource(ctx context.Context) error {
-	var todo []*Node
-	for _, n := range m.g.Moved() {
-		if !(isClusterNode(n) || isClusterClassNode(n)) || n.UserPaused {
-			continue
-		}
-		m.paused = append(m.paused, n)
-		if _, ours := n.Obj.GetAnnotations()[MovePausedAnnotation]; ours {
-			continue // paused by an earlier run of this move
-		}
-		todo = append(todo, n)
-	}
-	return m.parallel(ctx, todo, func(ctx context.Context, n *Node) error {
-		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{MovePausedAnnotation: m.moveID}}}
-		if isClusterNode(n) {
-			patch["spec"] = map[string]any{"paused": true}
-		} else {
-			patch["metadata"].(map[string]any)["annotations"].(map[string]any)[PausedAnnotation] = ""
-		}
-		obj := n.Obj.DeepCopy()
-		if err := mergePatch(ctx, m.src, obj, patch); err != nil {
-			return fmt.Errorf("pausing %s: %w", n.Ref, err)
-		}
-		n.Obj = obj
-		return nil
-	})
-}
-
-// unpause lifts capctl's pause from the given nodes in cluster c.
-func (m *mover) unpause(ctx context.Context, c *cluster.Client, nodes []*Node, where string) error {
-	var todo []*Node
-	for _, n := range nodes {
-		if (isClusterNode(n) || isClusterClassNode(n)) && !n.UserPaused {
-			todo = append(todo, n)
-		}
-	}
-	return m.parallel(ctx, todo, func(ctx context.Context, n *Node) error {
-		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{MovePausedAnnotation: nil}}}
-		if isClusterNode(n) {
-			patch["spec"] = map[string]any{"paused": nil}
-		} else {
-			patch["metadata"].(map[string]any)["annotations"].(map[string]any)[PausedAnnotation] = nil
-		}
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(n.Obj.GroupVersionKind())
-		obj.SetNamespace(n.Ref.Namespace)
-		obj.SetName(n.Ref.Name)
-		if err := mergePatch(ctx, c, obj, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("unpausing %s in the %s: %w", n.Ref, where, err)
-		}
-		return nil
-	})
-}
-
-func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch map[string]any) error {
-	b, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, b))
-}
-
-// parallel runs fn over nodes with bounded concurrency and joins the errors.
-func (m *mover) parallel(ctx context.Context, nodes []*Node, fn func(context.Context, *Node) error) error {
-	if len(nodes) == 0 {
-		return nil
-	}
-	work := make(chan *Node)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	workers := min(m.opts.Parallelism, len(nodes))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range work {
-				if err := fn(ctx, n); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, n := range nodes {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- n
-	}
-	close(work)
-	wg.Wait()
-	if len(errs) > 5 {
-		more := len(errs) - 5
-		errs = append(errs[:5], fmt.Errorf("... and %d more errors", more))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return ctx.Err()
-}
-
-// createAll creates every moved object in the target, level by level.
-func (m *mover) createAll(ctx context.Context) error {
-	if err := ensureNamespaces(ctx, m.dst, m.g.Moved()); err != nil {
-		return err
-	}
-	total := m.g.Count()
-	var done atomic.Int64
-	m.opts.Log.Info("Creating objects in the target cluster", "objects", total, "levels", len(m.g.Order))
-	for _, level := range m.g.Order {
-		err := m.parallel(ctx, level, func(ctx context.Context, n *Node) error {
-			if err := m.createOne(ctx, n); err != nil {
-				return err
-			}
-			d := done.Add(1)
-			if m.opts.Progress != nil {
-				m.opts.Progress("create", int(d), total)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("creating objects in the target cluster %s: %w", m.dst.Config.Host, err)
-		}
-	}
-	return nil
-}
-
-// cleanForCreate returns the object as it is created in the target: no status, no server-set
-// metadata, owner references pointing at the owners' new UIDs.
-func cleanForCreate(src *unstructured.Unstructured, uids func(types.UID) (types.UID, bool)) (*unstructured.Unstructured, error) {
-	o := src.DeepCopy()
-	delete(o.Object, "status")
-	o.SetResourceVersion("")
-	o.SetUID("")
-	o.SetCreationTimestamp(metav1.Time{})
-	o.SetDeletionTimestamp(nil)
-	o.SetDeletionGracePeriodSeconds(nil)
-	o.SetManagedFields(nil)
-	o.SetGeneration(0)
-	o.SetSelfLink("")
-	if o.GetName() != "" {
-		o.SetGenerateName("")
-	}
-	refs := o.GetOwnerReferences()
-	for i := range refs {
-		nu, ok := uids(refs[i].UID)
-		if !ok {
-			return nil, fmt.Errorf("owner %s %s of %s %s was not created in the target", refs[i].Kind, refs[i].Name, o.GetKind(), o.GetName())
-		}
-		refs[i].UID = nu
-	}
-	if len(refs) > 0 {
-		o.SetOwnerReferences(refs)
-	}
-	return o, nil
-}
-
-func (m *mover) uid(old types.UID) (types.UID, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	u, ok := m.uids[old]
-	return u, ok
-}
-
-func (m *mover) createOne(ctx context.Context, n *Node) error {
-	o, err := cleanForCreate(n.Obj, m.uid)
-	if err != nil {
-		return err
-	}
-	adoptedAsIs := false
-	err = m.dst.Create(ctx, o)
-	switch {
-	case err == nil:
-		m.created.Add(1)
-		if m.opts.AfterCreate != nil {
-			m.opts.AfterCreate(int(m.created.Load()))
-		}
-	case apierrors.IsAlreadyExists(err):
-		// An earlier run created it: adopt it, and bring it up to date unless it is a global
-		// object or a shared copy (a ClusterClass kept in the source), which are never overwritten.
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(o.GroupVersionKind())
-		if err := m.dst.Get(ctx, client.ObjectKeyFromObject(o), existing); err != nil {
-			return fmt.Errorf("reading %s in the target: %w", n.Ref, err)
-		}
-		if !n.Global && !n.KeepInSource {
-			o.SetUID(existing.GetUID())
-			o.SetResourceVersion(existing.GetResourceVersion())
-			if err := m.dst.Update(ctx, o); err != nil {
-				return fmt.Errorf("updating %s in the target: %w", n.Ref, err)
-			}
-			m.updated.Add(1)
-		} else {
-			o, adoptedAsIs = existing, true
-		}
-	default:
-		return fmt.Errorf("creating %s: %w", n.Ref, err)
-	}
-	// Field ownership of server-side appliers (the topology controller, GitOps tools) is put
-	// back, as clusterctl does, so capctl does not become the owner of their fields. Objects
-	// that were never server-side applied cost no extra request.
-	if mf := n.Obj.GetManagedFields(); hasApplyManager(mf) && !adoptedAsIs {
-		patchObj := &unstructured.Unstructured{}
-		patchObj.SetGroupVersionKind(o.GroupVersionKind())
-		patchObj.SetNamespace(o.GetNamespace())
-		patchObj.SetName(o.GetName())
-		if err := mergePatch(ctx, m.dst, patchObj, map[string]any{"metadata": map[string]any{"managedFields": mf}}); err != nil {
-			return fmt.Errorf("restoring the field owners of %s in the target: %w", n.Ref, err)
-		}
-	}
-	m.mu.Lock()
-	m.uids[n.Ref.UID] = o.GetUID()
-	m.mu.Unlock()
-	return nil
-}
-
 func hasApplyManager(mf []metav1.ManagedFieldsEntry) bool {
 	for _, e := range mf {
 		if e.Operation == metav1.ManagedFieldsOperationApply {
@@ -677,76 +589,4 @@ func hasApplyManager(mf []metav1.ManagedFieldsEntry) bool {
 		}
 	}
 	return false
-}
-
-// ensureNamespaces creates the namespaces of the moved objects in c (one LIST, then creates).
-func ensureNamespaces(ctx context.Context, c *cluster.Client, nodes []*Node) error {
-	list := &corev1.NamespaceList{}
-	if err := c.List(ctx, list); err != nil {
-		return fmt.Errorf("listing namespaces of the target cluster %s: %w", c.Config.Host, err)
-	}
-	have := map[string]bool{}
-	for _, ns := range list.Items {
-		have[ns.Name] = true
-	}
-	for _, n := range nodes {
-		ns := n.Ref.Namespace
-		if ns == "" || have[ns] {
-			continue
-		}
-		have[ns] = true
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s in the target cluster %s: %w", ns, c.Config.Host, err)
-		}
-	}
-	return nil
-}
-
-// deleteSource deletes moved objects from the source, leaves first; each one is annotated
-// delete-for-move and its finalizers removed, and the delete is guarded by its UID.
-func (m *mover) deleteSource(ctx context.Context) (int, error) {
-	var total int
-	for _, n := range m.g.Moved() {
-		if !n.Global && !n.KeepInSource {
-			total++
-		}
-	}
-	m.opts.Log.Info("Deleting objects from the source cluster", "objects", total)
-	var done atomic.Int64
-	for i := len(m.g.Order) - 1; i >= 0; i-- {
-		var level []*Node
-		for _, n := range m.g.Order[i] {
-			if !n.Global && !n.KeepInSource {
-				level = append(level, n)
-			}
-		}
-		err := m.parallel(ctx, level, func(ctx context.Context, n *Node) error {
-			obj := &unstructured.Unstructured{}
-			obj.SetGroupVersionKind(n.Obj.GroupVersionKind())
-			obj.SetNamespace(n.Ref.Namespace)
-			obj.SetName(n.Ref.Name)
-			patch := map[string]any{"metadata": map[string]any{
-				"annotations": map[string]any{DeleteForMoveAnnotation: ""},
-				"finalizers":  nil,
-				"uid":         string(n.Ref.UID), // merge patch fails if the object was replaced
-			}}
-			err := mergePatch(ctx, m.src, obj, patch)
-			if err == nil {
-				err = m.src.Delete(ctx, obj, client.Preconditions{UID: &n.Ref.UID})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting %s from the source: %w", n.Ref, err)
-			}
-			d := done.Add(1)
-			if m.opts.Progress != nil {
-				m.opts.Progress("delete", int(d), total)
-			}
-			return nil
-		})
-		if err != nil {
-			return int(done.Load()), err
-		}
-	}
-	return int(done.Load()), nil
 }

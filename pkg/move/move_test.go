@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(faultChildEnv) != "" {
+		os.Exit(runFaultChild())
+	}
 	if os.Getenv("MOVE_TEST_LOG") != "" {
 		ctrllog.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{}))
 	} else {
@@ -302,6 +306,14 @@ func TestMoveRefusals(t *testing.T) {
 	}
 	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: "empty"}}); !errors.Is(err, ErrNothingToMove) {
 		t.Errorf("empty namespace: %v", err)
+	}
+	// A backup of an empty namespace fails and leaves no folder behind.
+	emptyDir := filepath.Join(t.TempDir(), "bk")
+	if _, err := ToDirectory(ctx, src.Client, emptyDir, Options{Scope: Scope{Namespace: "empty"}}); !errors.Is(err, ErrNothingToMove) {
+		t.Errorf("backup of an empty namespace: %v", err)
+	}
+	if _, err := os.Stat(emptyDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a backup of an empty namespace left %s behind (%v)", emptyDir, err)
 	}
 	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: "empty"}, Resume: true}); err == nil || !strings.Contains(err.Error(), "nothing to resume") {
 		t.Errorf("--resume without a journal: %v", err)

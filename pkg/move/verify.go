@@ -85,38 +85,10 @@ func WaitBlockMove(ctx context.Context, c *cluster.Client, g *Graph, opts Option
 	}
 }
 
-// Difference is one way the target differs from the source after a move.
+// Difference is one way the target differs from the objects as they were before the move.
 type Difference struct {
 	Object  Ref    `json:"object"`
 	Problem string `json:"problem"`
-}
-
-// Verify lists the moved kinds in the target (one LIST per kind and namespace) and compares them
-// with the source objects as they were before the move: kind, name, labels, spec (or data) and
-// owner structure. Secret values are compared but never printed.
-func Verify(ctx context.Context, dst client.Reader, g *Graph, originals map[types.UID]*unstructured.Unstructured) ([]Difference, error) {
-	byKey, err := listMovedKinds(ctx, dst, g)
-	if err != nil {
-		return nil, err
-	}
-	return compare(g, byKey, originals), nil
-}
-
-// Conflicts lists the objects of the graph that already exist in the target (same kind,
-// namespace and name), excluding global objects and copies kept in the source (ClusterClasses a
-// earlier --cluster move may have copied), which are adopted as they are.
-func Conflicts(ctx context.Context, dst client.Reader, g *Graph) ([]Ref, error) {
-	byKey, err := listMovedKinds(ctx, dst, g)
-	if err != nil {
-		return nil, err
-	}
-	var out []Ref
-	for _, n := range g.Moved() {
-		if !n.Global && !n.KeepInSource && byKey[objKey(n)] != nil {
-			out = append(out, n.Ref)
-		}
-	}
-	return out, nil
 }
 
 func objKey(n *Node) string {
@@ -158,38 +130,81 @@ func listMovedKinds(ctx context.Context, dst client.Reader, g *Graph) (map[strin
 	return byKey, nil
 }
 
-func compare(g *Graph, byKey map[string]*unstructured.Unstructured, originals map[types.UID]*unstructured.Unstructured) []Difference {
-	var diffs []Difference
-	for _, n := range g.Moved() {
-		src := originals[n.Ref.UID]
-		if src == nil {
-			src = n.Obj
-		}
-		got := byKey[objKey(n)]
-		if got == nil {
-			diffs = append(diffs, Difference{Object: n.Ref, Problem: "missing in the target"})
-			continue
-		}
-		if !equality.Semantic.DeepEqual(src.GetLabels(), got.GetLabels()) && !(len(src.GetLabels()) == 0 && len(got.GetLabels()) == 0) {
-			diffs = append(diffs, Difference{Object: n.Ref, Problem: "labels differ"})
-		}
-		if a, b := content(src, isClusterNode(n) && !n.UserPaused), content(got, isClusterNode(n) && !n.UserPaused); !equality.Semantic.DeepEqual(a, b) {
-			what := "spec differs"
-			if n.Ref.APIVersion == "v1" {
-				what = "data differs" // values are never shown
-			}
-			diffs = append(diffs, Difference{Object: n.Ref, Problem: what})
-		}
-		if a, b := owners(src), owners(got); a != b {
-			diffs = append(diffs, Difference{Object: n.Ref, Problem: fmt.Sprintf("owners differ (source: %s; target: %s)", a, b)})
-		}
+// diffObject compares the target's object got with want (what the target must hold): labels,
+// annotations, finalizers, owner references, and everything but metadata and status (spec,
+// data). capctl's pause is not compared (it is set while the move runs and lifted at its end).
+// Values are never shown: they may be Secret data.
+func diffObject(want, got *unstructured.Unstructured, n *Node) []string {
+	if canPause(n) {
+		want, got = withoutPause(want, n), withoutPause(got, n)
 	}
-	return diffs
+	var out []string
+	if p := mapDiff(want.GetLabels(), got.GetLabels()); p != "" {
+		out = append(out, "labels differ ("+p+")")
+	}
+	if p := mapDiff(want.GetAnnotations(), got.GetAnnotations()); p != "" {
+		out = append(out, "annotations differ ("+p+")")
+	}
+	if a, b := want.GetFinalizers(), got.GetFinalizers(); !(len(a) == 0 && len(b) == 0) && !equality.Semantic.DeepEqual(a, b) {
+		out = append(out, fmt.Sprintf("finalizers differ (want %v; target %v)", a, b))
+	}
+	if a, b := want.GetOwnerReferences(), got.GetOwnerReferences(); !(len(a) == 0 && len(b) == 0) && !equality.Semantic.DeepEqual(a, b) {
+		out = append(out, fmt.Sprintf("owners differ (want %s; target %s)", owners(want), owners(got)))
+	}
+	if !equality.Semantic.DeepEqual(content(want), content(got)) {
+		what := "spec differs"
+		if n.Ref.APIVersion == "v1" {
+			what = "data differs" // values are never shown
+		}
+		out = append(out, what)
+	}
+	return out
 }
 
-// content is what a move must carry over: everything but metadata and status. A pause capctl set
-// and lifted is not a difference.
-func content(o *unstructured.Unstructured, dropPaused bool) map[string]any {
+// withoutPause returns o with capctl's pause marks replaced by the pre-move values of n.
+func withoutPause(o *unstructured.Unstructured, n *Node) *unstructured.Unstructured {
+	o = o.DeepCopy()
+	ann := o.GetAnnotations()
+	delete(ann, MovePausedAnnotation)
+	if isClusterNode(n) {
+		if v, ok, _ := unstructured.NestedFieldCopy(n.Obj.Object, "spec", "paused"); ok {
+			_ = unstructured.SetNestedField(o.Object, v, "spec", "paused")
+		} else {
+			unstructured.RemoveNestedField(o.Object, "spec", "paused")
+		}
+	} else {
+		if _, ok := n.Obj.GetAnnotations()[PausedAnnotation]; ok {
+			ann[PausedAnnotation] = n.Obj.GetAnnotations()[PausedAnnotation]
+		} else {
+			delete(ann, PausedAnnotation)
+		}
+	}
+	if len(ann) == 0 {
+		ann = nil
+	}
+	o.SetAnnotations(ann)
+	return o
+}
+
+// mapDiff names the keys whose values differ ("" when equal; nil equals empty).
+func mapDiff(want, got map[string]string) string {
+	var keys []string
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// content is what a move must carry over besides metadata: everything but status.
+func content(o *unstructured.Unstructured) map[string]any {
 	c := make(map[string]any, len(o.Object))
 	for k, v := range o.Object {
 		if k == "metadata" || k == "status" || k == "apiVersion" {
@@ -197,24 +212,8 @@ func content(o *unstructured.Unstructured, dropPaused bool) map[string]any {
 		}
 		c[k] = v
 	}
-	if spec, ok := c["spec"].(map[string]any); ok && dropPaused {
-		if _, ok := spec["paused"]; ok {
-			spec = runtimeCopy(spec)
-			delete(spec, "paused")
-			c["spec"] = spec
-		}
-	}
 	return c
 }
-
-func runtimeCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 func owners(o *unstructured.Unstructured) string {
 	var s []string
 	for _, r := range o.GetOwnerReferences() {
