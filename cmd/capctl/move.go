@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/move"
 )
@@ -33,7 +33,7 @@ type moveOptions struct {
 	restartTarget    bool
 	blockMoveTimeout time.Duration
 	parallelism      int
-	output           string
+	output           output.Format
 
 	// request is the one feature call the flags make (filled by complete).
 	request move.Request
@@ -97,17 +97,12 @@ finished by re-running the same command or with --resume; if the target was lost
 	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
 	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
-	fl.StringVarP(&o.output, "output", "o", "", "Output format of the plan or report: text (default), json or yaml")
+	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
 }
 
 // complete checks the flags and builds the request, before anything connects.
 func (o *moveOptions) complete(f *factory) error {
-	switch o.output {
-	case "", "text", "json", "yaml":
-	default:
-		return usageErrorf("invalid output format %q: use text, json or yaml", o.output)
-	}
 	if o.fromDirectory != "" && f.global.kubeconfig != "" {
 		return usageErrorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
 	}
@@ -134,7 +129,8 @@ func (o *moveOptions) complete(f *factory) error {
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism,
-			Log: f.Logger(), Progress: newProgress(f.IO.ErrOut, f.IO.IsStderrTTY()),
+			Log: f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
+				"create": "Creating objects in the target", "delete": "Deleting objects from the source"}),
 		},
 	}
 	req.Source.WarningHandler = warnings
@@ -171,35 +167,12 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 	return o.finish(f, res.Report, err, headline)
 }
 
-// newProgress prints "objects done/total" on stderr: redrawn on a terminal, else a line per 10%.
-func newProgress(w io.Writer, tty bool) func(phase string, done, total int) {
-	var mu sync.Mutex
-	lastStep := map[string]int{}
-	return func(phase string, done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		verb := map[string]string{"create": "Creating objects in the target", "delete": "Deleting objects from the source"}[phase]
-		if tty {
-			fmt.Fprintf(w, "\r%s: %d/%d", verb, done, total)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		step := done * 10 / max(total, 1)
-		if step > lastStep[phase] || done == total {
-			lastStep[phase] = step
-			fmt.Fprintf(w, "%s: %d/%d\n", verb, done, total)
-		}
-	}
-}
-
 func (o *moveOptions) finish(f *factory, rep *move.Report, runErr error, headline string) error {
 	if rep == nil {
 		return runErr
 	}
-	if o.output == "json" || o.output == "yaml" {
-		if err := writeStructured(f.IO.Out, o.output, rep); err != nil {
+	if o.output.Structured() {
+		if err := output.WriteStructured(f.IO.Out, o.output, rep); err != nil {
 			return err
 		}
 		return runErr
@@ -287,8 +260,8 @@ func (o *moveOptions) renderPlan(w io.Writer, res *move.Result) error {
 			pv.Levels = append(pv.Levels, refs)
 		}
 	}
-	if o.output == "json" || o.output == "yaml" {
-		return writeStructured(w, o.output, pv)
+	if o.output.Structured() {
+		return output.WriteStructured(w, o.output, pv)
 	}
 	for _, p := range res.Pending {
 		fmt.Fprintf(w, "Unfinished: %s (journal %s/%s).\n", p, p.Namespace, move.JournalName)

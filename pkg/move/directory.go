@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/version"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -254,7 +255,7 @@ func writeBackup(ctx context.Context, dir string, g *Graph, man Manifest, opts O
 			return i, fmt.Errorf("encoding %s: %w", n.Ref, err)
 		}
 		name := fileName(n, used)
-		if err := writeFile0600(filepath.Join(dir, name), b); err != nil {
+		if err := output.WritePrivateFile(filepath.Join(dir, name), b); err != nil {
 			return i, err
 		}
 		opts.hook("write", i+1)
@@ -269,25 +270,10 @@ func writeBackup(ctx context.Context, dir string, g *Graph, man Manifest, opts O
 		return 0, err
 	}
 	// The manifest is written last: a directory without it is an unfinished backup.
-	if err := writeFile0600(filepath.Join(dir, ManifestFile), b); err != nil {
+	if err := output.WritePrivateFile(filepath.Join(dir, ManifestFile), b); err != nil {
 		return 0, err
 	}
 	return len(man.Objects), nil
-}
-
-func writeFile0600(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Chmod(path, 0o600)
 }
 
 // ReadBackup reads and checks a backup directory: the manifest, every file it lists with its
