@@ -296,7 +296,7 @@ func TestBackupFaults(t *testing.T) {
 				}
 			}
 			if tc.sig == "TERM" {
-				if mine != 0 || len(pausedState(t, snapshot(t, src.Client, ns))) != 0 || len(entries) != 0 {
+				if p := pausedState(t, snapshot(t, src.Client, ns)); mine != 0 || len(p) != 1 || p[0] != "Cluster/b" || len(entries) != 0 {
 					t.Fatalf("after SIGTERM: journal %d, paused %v, files %v", mine, pausedState(t, snapshot(t, src.Client, ns)), entries)
 				}
 			} else if mine != 1 {

@@ -161,7 +161,7 @@ func TestMoveDeleteFailureThenResume(t *testing.T) {
 	lift := denyPolicy(t, src.Client, "deny-machine-deletes", admissionv1.Delete, "cluster.x-k8s.io", "machines", probe)
 
 	_, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns}})
-	if err == nil || !strings.Contains(err.Error(), "every object exists in the target") || !strings.Contains(err.Error(), "--resume") {
+	if err == nil || !strings.Contains(err.Error(), "every object is in the target") || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("want a delete-phase failure that says how to finish; got %v", err)
 	}
 	if got := snapshot(t, dst.Client, ns); len(got) != total {
@@ -173,7 +173,8 @@ func TestMoveDeleteFailureThenResume(t *testing.T) {
 	}
 
 	lift()
-	rep, err := Move(ctx, src.Client, dst.Client, Options{Resume: true, Scope: Scope{Namespace: "ignored-by-resume"}})
+	// --resume without -n finds the journal in whichever namespace holds it.
+	rep, err := Move(ctx, src.Client, dst.Client, Options{Resume: true})
 	if errors.Is(err, ErrNamespaceNotFound) {
 		t.Fatalf("--resume did not take the scope from the journal: %v", err)
 	}

@@ -73,7 +73,7 @@ type Unfinished struct {
 
 func (u Unfinished) String() string {
 	if u.Phase == phaseBackup {
-		return fmt.Sprintf("an interrupted backup (%s, started %s) of %s to %s left %d Clusters/ClusterClasses paused; the next capctl move or backup of the source unpauses them",
+		return fmt.Sprintf("an interrupted backup (%s, started %s) of %s to %s left %d Clusters/ClusterClasses paused; the next capctl move or backup of that namespace unpauses them",
 			u.MoveID, u.Started.Format(time.RFC3339), u.Scope, u.Directory, u.Paused)
 	}
 	state := "nothing deleted from the source yet"
@@ -218,7 +218,22 @@ type snapshotEntry struct {
 func writeSnapshot(ctx context.Context, c client.Client, j *journal, g *Graph) error {
 	entries := make([]snapshotEntry, 0, g.Count())
 	for _, n := range g.Moved() {
-		entries = append(entries, snapshotEntry{Object: n.Obj.Object, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
+		obj := n.Obj.Object
+		if mf := n.Obj.GetManagedFields(); len(mf) > 0 && !hasApplyManager(mf) {
+			// Field owners are only ever restored for server-side appliers: the rest is noise.
+			obj = make(map[string]any, len(n.Obj.Object))
+			for k, v := range n.Obj.Object {
+				obj[k] = v
+			}
+			md := make(map[string]any, len(n.Obj.Object["metadata"].(map[string]any)))
+			for k, v := range n.Obj.Object["metadata"].(map[string]any) {
+				if k != "managedFields" {
+					md[k] = v
+				}
+			}
+			obj["metadata"] = md
+		}
+		entries = append(entries, snapshotEntry{Object: obj, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
 			Cluster: n.Cluster, Global: n.Global, KeepInSource: n.KeepInSource, UserPaused: n.UserPaused})
 	}
 	var buf bytes.Buffer

@@ -168,6 +168,8 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
 	log := opts.Log
+	// --resume without -n/-A looks for the journal in every namespace; with them, only there.
+	anywhere := opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces
 	opts.Scope = opts.Scope.resolve(src.Namespace)
 
 	srcID, err := ClusterID(ctx, src)
@@ -183,7 +185,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 			ErrSameCluster, src.Config.Host, src.KubeconfigPath, dst.Config.Host, dst.KubeconfigPath)
 	}
 
-	j, warnings, err := openJournal(ctx, src, opts)
+	j, warnings, err := openJournal(ctx, src, opts, anywhere)
 	rep.Warnings = append(rep.Warnings, warnings...)
 	if err != nil {
 		return rep, err
@@ -336,7 +338,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 }
 
 // openJournal finds the journal this run continues, and undoes interrupted backups.
-func openJournal(ctx context.Context, src *cluster.Client, opts Options) (*journal, []string, error) {
+func openJournal(ctx context.Context, src *cluster.Client, opts Options, anywhere bool) (*journal, []string, error) {
 	js, err := listJournals(ctx, src)
 	if err != nil {
 		return nil, nil, err
@@ -362,10 +364,12 @@ func openJournal(ctx context.Context, src *cluster.Client, opts Options) (*journ
 		}
 	}
 	if opts.Resume && j == nil {
-		switch len(moves) {
-		case 0:
+		switch {
+		case !anywhere:
+			return nil, warnings, fmt.Errorf("--resume: no unfinished move is recorded in namespace %s of %s (no ConfigMap %s there; %d elsewhere); nothing to resume there", want, src.Config.Host, JournalName, len(moves))
+		case len(moves) == 0:
 			return nil, warnings, fmt.Errorf("--resume: no unfinished move is recorded in %s (no ConfigMap %s in any namespace); nothing to resume", src.Config.Host, JournalName)
-		case 1:
+		case len(moves) == 1:
 			j = moves[0]
 		default:
 			var where []string

@@ -155,8 +155,8 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Source = src.Config.Host
-	opts.Scope = opts.Scope.resolve(src.Namespace)
 	if req.DryRun {
+		opts.Scope = opts.Scope.resolve(src.Namespace)
 		if res.Pending, err = PendingMoves(ctx, src); err != nil {
 			return nil, err
 		}
