@@ -82,7 +82,7 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 		rep.SourceRequests = src.Requests() - srcReq
 		rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
-	opts.Scope = opts.Scope.resolve(src.Namespace)
+	opts.Scope = opts.Scope.resolve(src)
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return rep, err

@@ -1,3 +1,7 @@
-// Package move owns `capctl move`: discovering the Cluster API object graph of a management cluster and
-// moving it to another cluster or to/from a directory, safely (journal, resume, verification).
+// Package move moves Cluster API object graphs between management clusters, and backs them up to
+// and restores them from directories. Run takes one Request (source, target, from/to directory,
+// dry run), connects the clusters and dispatches; Scope.resolve is the move's one namespace
+// default. Every move keeps a journal in the source with a copy of the objects as they were
+// before it changed anything: the target is written and verified only from that copy, and an
+// interrupted move (even killed) is finished by a re-run or --resume.
 package move

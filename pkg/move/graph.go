@@ -279,9 +279,7 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, error) {
 	namespaces := []string{""}
 	if !scope.AllNamespaces {
-		if scope.Namespace == "" {
-			scope.Namespace = c.Namespace
-		}
+		scope.Namespace = c.NamespaceOr(scope.Namespace)
 		ns := &corev1.Namespace{}
 		if err := c.Get(ctx, client.ObjectKey{Name: scope.Namespace}, ns); err != nil {
 			if apierrors.IsNotFound(err) {

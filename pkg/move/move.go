@@ -170,7 +170,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	log := opts.Log
 	// --resume without -n/-A looks for the journal in every namespace; with them, only there.
 	anywhere := opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces
-	opts.Scope = opts.Scope.resolve(src.Namespace)
+	opts.Scope = opts.Scope.resolve(src)
 
 	srcID, err := ClusterID(ctx, src)
 	if err != nil {

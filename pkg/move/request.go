@@ -75,14 +75,12 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// resolve is the one place the scope's defaults are filled: the namespace of the source
-// context when neither -n nor -A is given, and NAMESPACE/NAME in the moved namespace as NAME.
-func (s Scope) resolve(contextNamespace string) Scope {
-	if !s.AllNamespaces && s.Namespace == "" {
-		s.Namespace = contextNamespace
-		if s.Namespace == "" {
-			s.Namespace = "default"
-		}
+// resolve is the one place a move's scope gets its defaults: the namespace of the source
+// context (cluster.Client.NamespaceOr) when neither -n nor -A is given, and NAMESPACE/NAME in
+// the moved namespace as NAME.
+func (s Scope) resolve(src *cluster.Client) Scope {
+	if !s.AllNamespaces {
+		s.Namespace = src.NamespaceOr(s.Namespace)
 	}
 	if len(s.Clusters) > 0 {
 		cs := make([]string, len(s.Clusters))
@@ -156,7 +154,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Source = src.Config.Host
 	if req.DryRun {
-		opts.Scope = opts.Scope.resolve(src.Namespace)
+		opts.Scope = opts.Scope.resolve(src)
 		if res.Pending, err = PendingMoves(ctx, src); err != nil {
 			return nil, err
 		}

@@ -90,11 +90,11 @@ func TestAllNamespacesClusterNameMustBeUnique(t *testing.T) {
 }
 
 func TestScopeResolveAndRequestValidate(t *testing.T) {
-	s := Scope{Clusters: []string{"team/a", "b"}}.resolve("team")
+	s := Scope{Clusters: []string{"team/a", "b"}}.resolve(&cluster.Client{Namespace: "team"})
 	if s.Namespace != "team" || s.Clusters[0] != "a" || s.Clusters[1] != "b" {
 		t.Errorf("resolve: %+v", s)
 	}
-	if s := (Scope{AllNamespaces: true, Clusters: []string{"team/a"}}).resolve("x"); s.Namespace != "" || s.Clusters[0] != "team/a" {
+	if s := (Scope{AllNamespaces: true, Clusters: []string{"team/a"}}).resolve(&cluster.Client{Namespace: "x"}); s.Namespace != "" || s.Clusters[0] != "team/a" {
 		t.Errorf("resolve -A: %+v", s)
 	}
 	target := &cluster.Options{Kubeconfig: "t"}
