@@ -34,7 +34,7 @@ func newCmdDescribe(f *factory, clusterRunF func(*describeClusterOptions) error,
 // describeClusterOptions are the flags of `describe cluster`: the tree's options and how to show
 // it.
 type describeClusterOptions struct {
-	f *factory
+	deps
 
 	// Describe holds the cluster's name and the presentation; its namespace is the flag's (empty:
 	// the kubeconfig context's).
@@ -51,7 +51,7 @@ type describeClusterOptions struct {
 // newCmdDescribeCluster builds `describe cluster`; runF replaces the run (tests capture the
 // options, or fix the clock).
 func newCmdDescribeCluster(f *factory, runF func(*describeClusterOptions) error) *cobra.Command {
-	o := &describeClusterOptions{f: f, Now: time.Now}
+	o := &describeClusterOptions{deps: f.deps(), Now: time.Now}
 	var color bool
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
@@ -110,11 +110,10 @@ not available. Machines in the same state are grouped (--grouping=false lists ea
 
 // run reads the cluster's snapshot, builds its tree and prints it, once or on every change.
 func (o *describeClusterOptions) run(ctx context.Context) error {
-	f := o.f
 	if o.Color != nil {
-		f.IO.ForceColor(*o.Color)
+		o.IO.ForceColor(*o.Color)
 	}
-	c, err := f.Cluster(ctx)
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,25 +128,25 @@ func (o *describeClusterOptions) run(ctx context.Context) error {
 		}
 		var buf bytes.Buffer
 		err = output.Render(&buf, o.Output, t, func(w io.Writer) error {
-			return describe.Render(w, t, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: o.Now()})
+			return describe.Render(w, t, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
 		})
 		return buf.Bytes(), err
 	}
 	if o.Watch {
-		clear := f.IO.IsStdoutTTY() && o.Output == output.Text
-		return describe.Watch(ctx, o.WatchInterval, f.IO.Out, clear, frame)
+		clear := o.IO.IsStdoutTTY() && o.Output == output.Text
+		return describe.Watch(ctx, o.WatchInterval, o.IO.Out, clear, frame)
 	}
 	out, err := frame(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = f.IO.Out.Write(out)
+	_, err = o.IO.Out.Write(out)
 	return err
 }
 
 // describeClustersOptions are the flags of `describe clusters`.
 type describeClustersOptions struct {
-	f *factory
+	deps
 
 	Namespace     string
 	AllNamespaces bool
@@ -157,7 +156,7 @@ type describeClustersOptions struct {
 }
 
 func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) error) *cobra.Command {
-	o := &describeClustersOptions{f: f, Now: time.Now}
+	o := &describeClustersOptions{deps: f.deps(), Now: time.Now}
 	var color bool
 	cmd := &cobra.Command{
 		Use:   "clusters",
@@ -187,11 +186,10 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 }
 
 func (o *describeClustersOptions) run(ctx context.Context) error {
-	f := o.f
 	if o.Color != nil {
-		f.IO.ForceColor(*o.Color)
+		o.IO.ForceColor(*o.Color)
 	}
-	c, err := f.Cluster(ctx)
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -203,15 +201,15 @@ func (o *describeClustersOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(f.IO.Out, o.Output, rows, func(w io.Writer) error {
+	return output.Render(o.IO.Out, o.Output, rows, func(w io.Writer) error {
 		if len(rows) == 0 {
 			where := "namespace " + ns
 			if o.AllNamespaces {
 				where = "any namespace"
 			}
-			f.Logger().Info("No clusters found in " + where)
+			o.Logger().Info("No clusters found in " + where)
 			return nil
 		}
-		return describe.RenderSummary(w, rows, describe.RenderOptions{Color: f.IO.ColorEnabled(), Now: o.Now()})
+		return describe.RenderSummary(w, rows, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
 	})
 }

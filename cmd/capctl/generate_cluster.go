@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/templates"
 )
@@ -21,7 +22,9 @@ func init() {
 // generateClusterOptions are the flags of `generate cluster`: the request for pkg/templates and
 // how to print its answer.
 type generateClusterOptions struct {
-	f *factory
+	deps
+	// Kubeconfig selects the management cluster (the global flags, read when the run starts).
+	Kubeconfig func() cluster.Options
 
 	Request     templates.ClusterRequest
 	ListFlavors bool
@@ -33,7 +36,7 @@ type generateClusterOptions struct {
 // newCmdGenerateCluster builds `generate cluster`; runF replaces the run (tests capture the
 // options without a cluster).
 func newCmdGenerateCluster(f *factory, runF func(*generateClusterOptions) error) *cobra.Command {
-	o := &generateClusterOptions{f: f}
+	o := &generateClusterOptions{deps: f.deps(), Kubeconfig: f.ClusterOptions}
 	var cpCount, workerCount int64
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
@@ -107,16 +110,14 @@ func (o *generateClusterOptions) validate() error {
 // run completes the request with what this run has (config, kubeconfig, clients), makes the one
 // pkg/templates call and prints its answer.
 func (o *generateClusterOptions) run(ctx context.Context) error {
-	f := o.f
-	cfg, err := f.Config(ctx)
+	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err
 	}
 	r := o.Request
-	r.Config, r.Kubeconfig, r.Stdin = cfg, f.ClusterOptions(), f.IO.In
-	r.Connect = func(ctx context.Context) (client.Client, error) { return f.Cluster(ctx) }
-	r.Repository = func(ctx context.Context) (*repository.Client, error) { return f.repositoryClient(ctx, o.Offline) }
-	r.Log = f.Logger()
+	r.Config, r.Kubeconfig, r.Stdin, r.Log = cfg, o.Kubeconfig(), o.IO.In, o.Logger()
+	r.Connect = func(ctx context.Context) (client.Client, error) { return o.Cluster(ctx) }
+	r.Repository = func(ctx context.Context) (*repository.Client, error) { return o.Repository(ctx, o.Offline) }
 	if o.ListFlavors {
 		fl, err := templates.ListFlavors(ctx, r)
 		if err != nil {
@@ -129,15 +130,15 @@ func (o *generateClusterOptions) run(ctx context.Context) error {
 		return err
 	}
 	if res.Listing != nil {
-		return output.Render(f.IO.Out, o.Output, res.Listing, func(w io.Writer) error { return printClusterVariables(w, res.Listing) })
+		return output.Render(o.IO.Out, o.Output, res.Listing, func(w io.Writer) error { return printClusterVariables(w, res.Listing) })
 	}
-	return writeObjects(f, res.Objects, o.Output, o.WriteTo)
+	return writeObjects(o.IO, res.Objects, o.Output, o.WriteTo)
 }
 
 func (o *generateClusterOptions) printFlavors(fl *templates.FlavorList) error {
-	return output.Render(o.f.IO.Out, o.Output, fl, func(w io.Writer) error {
+	return output.Render(o.IO.Out, o.Output, fl, func(w io.Writer) error {
 		if len(fl.Flavors) == 0 {
-			fmt.Fprintf(o.f.IO.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
+			fmt.Fprintf(o.IO.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
 			return nil
 		}
 		for _, fv := range fl.Flavors {

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/templates"
 )
 
@@ -53,5 +61,48 @@ func TestGenerateYAMLFlagsToOptions(t *testing.T) {
 	}
 	if got.Request.From != "t.yaml" || !got.Request.ListVariables || !reflect.DeepEqual(got.Request.Values.Set, []string{"A=1"}) || got.Output != "text" {
 		t.Errorf("options %+v", got)
+	}
+}
+
+// TestGenerateClusterRunWithOwnClients runs the command's run(Options) with the test's own
+// config and clients: the config file's machine count and the kubeconfig's namespace reach the
+// output, and the management cluster is not needed for --from.
+func TestGenerateClusterRunWithOwnClients(t *testing.T) {
+	io, in, out, errOut := iostreams.Test()
+	in.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${CLUSTER_NAME}\ndata:\n  workers: \"${WORKER_MACHINE_COUNT}\"\n")
+	dir := t.TempDir()
+	cfgPath, kc := filepath.Join(dir, "clusterctl.yaml"), filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(cfgPath, []byte("WORKER_MACHINE_COUNT: \"2\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: from-kc}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(context.Background(), config.Options{Path: cfgPath, LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &generateClusterOptions{
+		deps: deps{
+			IO:      io,
+			Config:  func(context.Context) (*config.Config, error) { return cfg, nil },
+			Logger:  func() *logging.Logger { return logging.New(errOut, 0) },
+			Cluster: func(context.Context) (*cluster.Client, error) { t.Error("the cluster was contacted"); return nil, errors.New("none") },
+		},
+		Kubeconfig: func() cluster.Options { return cluster.Options{Kubeconfig: kc} },
+		Request:    templates.ClusterRequest{Name: "c1", Source: templates.Source{From: "-"}},
+		Output:     output.Text,
+	}
+	if err := o.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "apiVersion: v1\ndata:\n  workers: \"2\"\nkind: ConfigMap\nmetadata:\n  name: c1\n  namespace: from-kc\n"; out.String() != want || errOut.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/templates"
 )
@@ -20,7 +21,7 @@ func init() {
 
 // generateYAMLOptions are the flags of `generate yaml`.
 type generateYAMLOptions struct {
-	f *factory
+	deps
 
 	Request templates.YAMLRequest
 	Output  output.Format
@@ -29,7 +30,7 @@ type generateYAMLOptions struct {
 
 // newCmdGenerateYAML builds `generate yaml`; runF replaces the run (tests capture the options).
 func newCmdGenerateYAML(f *factory, runF func(*generateYAMLOptions) error) *cobra.Command {
-	o := &generateYAMLOptions{f: f}
+	o := &generateYAMLOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		Use:   "yaml",
 		Short: "Process any YAML with the variable engine and print the objects",
@@ -58,25 +59,25 @@ Variables are taken from --set, then --values, then the environment, then the co
 }
 
 func (o *generateYAMLOptions) run(ctx context.Context) error {
-	cfg, err := o.f.Config(ctx)
+	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err
 	}
 	r := o.Request
-	r.Config, r.Stdin, r.Log = cfg, o.f.IO.In, o.f.Logger()
+	r.Config, r.Stdin, r.Log = cfg, o.IO.In, o.Logger()
 	res, err := templates.GenerateYAML(ctx, r)
 	if err != nil {
 		return err
 	}
 	if !r.ListVariables {
-		return writeObjects(o.f, res.Objects, o.Output, o.WriteTo)
+		return writeObjects(o.IO, res.Objects, o.Output, o.WriteTo)
 	}
 	names := make([]string, 0, len(res.Variables))
 	for _, v := range res.Variables {
 		names = append(names, v.Name)
 	}
 	sort.Strings(names)
-	return output.Render(o.f.IO.Out, o.Output, map[string][]string{"variables": names}, func(w io.Writer) error {
+	return output.Render(o.IO.Out, o.Output, map[string][]string{"variables": names}, func(w io.Writer) error {
 		// clusterctl's layout: every variable, required or not, sorted.
 		if len(names) == 0 {
 			_, err := fmt.Fprintln(w)
@@ -113,7 +114,7 @@ func addObjectsFormatFlag(cmd *cobra.Command, p *output.Format) {
 
 // writeObjects prints objects as YAML or JSON to stdout or into a file that is 0600 before its
 // first byte (templates may hold credentials).
-func writeObjects(f *factory, objs []unstructured.Unstructured, format output.Format, writeTo string) error {
+func writeObjects(streams *iostreams.IOStreams, objs []unstructured.Unstructured, format output.Format, writeTo string) error {
 	var b []byte
 	var err error
 	if format == output.JSON {
@@ -125,12 +126,12 @@ func writeObjects(f *factory, objs []unstructured.Unstructured, format output.Fo
 		return err
 	}
 	if writeTo == "" || writeTo == "-" {
-		_, err = f.IO.Out.Write(b)
+		_, err = streams.Out.Write(b)
 		return err
 	}
 	if err := output.WritePrivateFile(writeTo, b); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "Wrote %d objects to %s\n", len(objs), writeTo)
+	fmt.Fprintf(streams.ErrOut, "Wrote %d objects to %s\n", len(objs), writeTo)
 	return nil
 }
