@@ -90,10 +90,13 @@ current-context: x
 	}
 	o := &generateClusterOptions{
 		deps: deps{
-			IO:      io,
-			Config:  func(context.Context) (*config.Config, error) { return cfg, nil },
-			Logger:  func() *logging.Logger { return logging.New(errOut, 0) },
-			Cluster: func(context.Context) (*cluster.Client, error) { t.Error("the cluster was contacted"); return nil, errors.New("none") },
+			IO:     io,
+			Config: func(context.Context) (*config.Config, error) { return cfg, nil },
+			Logger: func() *logging.Logger { return logging.New(errOut, 0) },
+			Cluster: func(context.Context) (*cluster.Client, error) {
+				t.Error("the cluster was contacted")
+				return nil, errors.New("none")
+			},
 		},
 		Kubeconfig: func() cluster.Options { return cluster.Options{Kubeconfig: kc} },
 		Request:    templates.ClusterRequest{Name: "c1", Source: templates.Source{From: "-"}},
