@@ -5,20 +5,24 @@
 // Init (one call per run) does, in order:
 //
 //  1. parse the requests (ParseRequests: name[:version] per type; `-` opts out of a default);
-//  2. ensure the inventory CRD, check that an installed Cluster API stores v1beta2, read the
-//     inventory; with no core provider installed this is a first run, and cluster-api, kubeadm
-//     bootstrap and kubeadm control plane are added unless named;
+//  2. read the inventory and check that an installed Cluster API stores v1beta2; with no core
+//     provider installed this is a first run, and cluster-api, kubeadm bootstrap and kubeadm
+//     control plane are added unless named;
 //  3. resolve every provider's version and contract (pkg/repository); a provider already installed
 //     at the same version and namespace is skipped (an identical re-run is a no-op that says so),
 //     at another version is an error pointing to `capctl upgrade apply`;
 //  4. fetch and process components: variables (pkg/variables), target namespace, image overrides,
-//     clusterctl's labels, install order;
+//     clusterctl's labels, install order; the problems of steps 3 and 4 are reported together;
 //  5. validate (unless Validate is false): one instance per provider, the core's contract is
 //     v1beta2 and every provider's contract is compatible with it, CRD names are <plural>.<group>;
-//  6. cert-manager (pkg/certmanager): skip when working, install and wait otherwise;
-//  7. install providers in type order with pkg/install, each followed by its inventory entry, so a
+//  6. preflight: fetch cert-manager's components when no cert-manager is there, and check the kind
+//     of every object to install. Nothing is written before this point, so a refused init
+//     changes nothing;
+//  7. ensure the inventory CRD (the first write), then cert-manager (pkg/certmanager): skip when
+//     working, install and wait otherwise;
+//  8. install providers in type order with pkg/install, each followed by its inventory entry, so a
 //     provider appears in the inventory only when all its objects are applied;
-//  8. wait (by default) for the providers' Deployments, webhook endpoints and CA injection.
+//  9. wait (by default) for the providers' Deployments, webhook endpoints and CA injection.
 //
 // A failure part-way returns an *IncompleteError listing what is installed, what was partly
 // applied and the command that completes the installation. DryRun sends every write as a

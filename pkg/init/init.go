@@ -186,19 +186,14 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	}
 	c := cl.Cluster
 
-	// 1. The inventory CRD first, then the management cluster's contract.
-	if opts.DryRun {
-		if _, err := inventory.List(ctx, c); err != nil && !errors.Is(err, inventory.ErrNoInventory) {
-			return nil, err
-		}
-	} else if err := inventory.EnsureCRD(ctx, c); err != nil {
+	// 1. Read the management cluster: its inventory (none yet is fine) and contract. Nothing is
+	// written before every input is resolved, fetched, parsed and checked (steps 2 to 4), so a
+	// refused init changes nothing.
+	installed, err := inventory.List(ctx, c)
+	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
 		return nil, err
 	}
 	if err := CheckClusterContract(ctx, c); err != nil {
-		return nil, err
-	}
-	installed, err := inventory.List(ctx, c)
-	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
 		return nil, err
 	}
 	_, hasCore := inventory.Core(installed)
@@ -241,14 +236,29 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		return res, nil
 	}
 
-	// 4. cert-manager.
+	// 4. Preflight: cert-manager's components when it will have to be installed, and the kind of
+	// every object of every provider, before the first write.
 	cmCfg, err := certManagerConfig(cl.Config)
 	if err != nil {
 		return nil, err
 	}
+	cmFetch, cmCRDs, err := prefetchCertManager(ctx, cl, cmCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKinds(ctx, c, plan, todo, cmCRDs); err != nil {
+		return nil, err
+	}
+
+	// 5. The first write: the inventory CRD, then cert-manager.
+	if !opts.DryRun {
+		if err := inventory.EnsureCRD(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	res.CertManager, err = certmanager.Ensure(ctx, c, certmanager.Options{
 		Config:       cmCfg,
-		Fetch:        func(ctx context.Context) (*certmanager.Components, error) { return certmanager.Fetch(ctx, cl.Repo, "") },
+		Fetch:        cmFetch,
 		DryRun:       opts.DryRun,
 		WaitInterval: opts.WaitInterval,
 		Log:          log,
@@ -257,7 +267,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		return nil, &IncompleteError{NotDone: pick(plan, todo), Rerun: RerunCommand(pick(plan, todo), opts.TargetNamespace), Err: err}
 	}
 
-	// 5. Providers in order, each followed by its inventory entry. In a dry run nothing is really
+	// 6. Providers in order, each followed by its inventory entry. In a dry run nothing is really
 	// installed, so the CRDs of earlier steps are passed on as pending.
 	var pending []unstructured.Unstructured
 	if opts.DryRun {
@@ -305,7 +315,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		done = append(done, *p)
 	}
 
-	// 6. Wait for the providers.
+	// 7. Wait for the providers.
 	if opts.WaitProviders && !opts.DryRun {
 		var objs []unstructured.Unstructured
 		for _, i := range todo {
@@ -319,6 +329,61 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// prefetchCertManager fetches and parses cert-manager's components up front when no cert-manager
+// is there at all (it will be installed), so that a cert-manager that cannot be fetched refuses
+// the init before anything is written. With a cert-manager present, clusterctl's probe decides
+// later and the components are fetched only if needed. It returns the Fetch to give
+// certmanager.Ensure and the CRDs the prefetched components define.
+func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager) (func(context.Context) (*certmanager.Components, error), []unstructured.Unstructured, error) {
+	fetch := func(ctx context.Context) (*certmanager.Components, error) { return certmanager.Fetch(ctx, cl.Repo, "") }
+	own, err := certmanager.Owner(ctx, cl.Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	if own.Managed || own.Foreign || cfg.ExternallyProvisioned {
+		return fetch, nil, nil
+	}
+	comps, err := fetch(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetching cert-manager %s (nothing was changed): %w", cfg.Version, err)
+	}
+	if err := install.CheckKinds(ctx, cl.Cluster, "cert-manager "+comps.Version+" ("+comps.URL+")", comps.Objects); err != nil {
+		return nil, nil, err
+	}
+	return func(context.Context) (*certmanager.Components, error) { return comps, nil }, crdsOf(comps.Objects), nil
+}
+
+// checkKinds checks the objects of every provider to install, in install order: each kind must
+// be served, or defined by a CRD of cert-manager or of the same or an earlier provider.
+func checkKinds(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, pending []unstructured.Unstructured) error {
+	var errs []error
+	for _, i := range todo {
+		p := plan[i]
+		if err := install.CheckKinds(ctx, c, p.Label()+" "+p.Version+" ("+p.Source+")", p.components.Objects, pending...); err != nil {
+			errs = append(errs, err)
+		}
+		pending = append(pending, crdsOf(p.components.Objects)...)
+	}
+	return refused(errs)
+}
+
+// refused is nil, the one error, or every error of a refused init at once.
+func refused(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	format := fmt.Sprintf("init refused with %d problems (nothing was changed):", len(errs))
+	args := make([]any, len(errs))
+	for i, e := range errs {
+		format += "\n  - %w"
+		args[i] = e
+	}
+	return fmt.Errorf(format, args...)
 }
 
 func crdsOf(objs []unstructured.Unstructured) []unstructured.Unstructured {
@@ -368,44 +433,58 @@ func CheckClusterContract(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// resolve turns requests into a plan: versions, contracts, namespaces, components.
+// resolve turns requests into a plan: versions, contracts, namespaces, components. Every request
+// is tried, so that all unknown providers, missing versions and unreadable components are
+// reported together.
 func resolve(ctx context.Context, cl Clients, items []Request, installed []inventory.Provider, opts Options) ([]Planned, error) {
 	plan := make([]Planned, 0, len(items))
+	var errs []error
 	for _, r := range items {
-		p, err := cl.Repo.Provider(r.Name, r.Type)
+		pl, err := resolveOne(ctx, cl, r, installed, opts)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
-		rel, err := cl.Repo.Resolve(ctx, p, r.Version, repository.ResolveOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", r, err)
-		}
-		pl := Planned{Name: r.Name, Type: r.Type, Version: rel.Version, Contract: rel.Contract, Default: r.Default, Action: ActionInstall}
-		// Already installed?
-		if same := inventory.Find(installed, r.Name, r.Type); len(same) > 0 {
-			cur := same[0]
-			if cur.Version != rel.Version {
-				return nil, fmt.Errorf("%s is already installed in namespace %s at version %s; init does not change versions: use `capctl upgrade plan` and `capctl upgrade apply` to move it to %s: %w",
-					cur.ManifestLabel(), cur.Namespace, cur.Version, rel.Version, ErrValidation)
-			}
-			if opts.TargetNamespace == "" || opts.TargetNamespace == cur.Namespace {
-				pl.Namespace, pl.Action = cur.Namespace, ActionAlreadyThere
-				plan = append(plan, pl)
-				continue
-			}
-			return nil, fmt.Errorf("there is already an instance of the %q provider installed in the %q namespace; one instance per provider is supported: %w", cur.ManifestLabel(), cur.Namespace, ErrValidation)
-		}
-		comps, err := cl.Repo.Components(ctx, p, repository.ComponentsOptions{Version: rel.Version, TargetNamespace: opts.TargetNamespace})
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", pl.Label(), rel.Version, err)
-		}
-		pl.Namespace = comps.TargetNamespace
-		pl.Images = comps.Images
-		pl.Source = comps.URL
-		pl.components = comps
 		plan = append(plan, pl)
 	}
+	if err := refused(errs); err != nil {
+		return nil, err
+	}
 	return plan, nil
+}
+
+func resolveOne(ctx context.Context, cl Clients, r Request, installed []inventory.Provider, opts Options) (Planned, error) {
+	p, err := cl.Repo.Provider(r.Name, r.Type)
+	if err != nil {
+		return Planned{}, err
+	}
+	rel, err := cl.Repo.Resolve(ctx, p, r.Version, repository.ResolveOptions{})
+	if err != nil {
+		return Planned{}, fmt.Errorf("resolving %s: %w", r, err)
+	}
+	pl := Planned{Name: r.Name, Type: r.Type, Version: rel.Version, Contract: rel.Contract, Default: r.Default, Action: ActionInstall}
+	// Already installed?
+	if same := inventory.Find(installed, r.Name, r.Type); len(same) > 0 {
+		cur := same[0]
+		if cur.Version != rel.Version {
+			return Planned{}, fmt.Errorf("%s is already installed in namespace %s at version %s; init does not change versions: use `capctl upgrade plan` and `capctl upgrade apply` to move it to %s: %w",
+				cur.ManifestLabel(), cur.Namespace, cur.Version, rel.Version, ErrValidation)
+		}
+		if opts.TargetNamespace == "" || opts.TargetNamespace == cur.Namespace {
+			pl.Namespace, pl.Action = cur.Namespace, ActionAlreadyThere
+			return pl, nil
+		}
+		return Planned{}, fmt.Errorf("there is already an instance of the %q provider installed in the %q namespace; one instance per provider is supported: %w", cur.ManifestLabel(), cur.Namespace, ErrValidation)
+	}
+	comps, err := cl.Repo.Components(ctx, p, repository.ComponentsOptions{Version: rel.Version, TargetNamespace: opts.TargetNamespace})
+	if err != nil {
+		return Planned{}, fmt.Errorf("%s %s: %w", pl.Label(), rel.Version, err)
+	}
+	pl.Namespace = comps.TargetNamespace
+	pl.Images = comps.Images
+	pl.Source = comps.URL
+	pl.components = comps
+	return pl, nil
 }
 
 // validate checks the plan together with the installed providers (clusterctl-spec §7 step 4).

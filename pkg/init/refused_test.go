@@ -1,0 +1,142 @@
+package initialize_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
+	initialize "github.com/capctl/capctl/pkg/init"
+)
+
+// writeBrokenProviders adds to the config at cfgPath two local providers: "badyaml", whose
+// components are not YAML, and "oddkind", whose last object has a kind nothing defines.
+func writeBrokenProviders(t *testing.T, cfgPath string) {
+	t.Helper()
+	repo := t.TempDir()
+	meta := "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: 0\n  minor: 1\n  contract: v1beta2\n"
+	files := map[string]string{
+		"infrastructure-badyaml/v0.1.0/metadata.yaml":                  meta,
+		"infrastructure-badyaml/v0.1.0/infrastructure-components.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: badyaml-system\n   labels: {}\n",
+		"infrastructure-oddkind/v0.1.0/metadata.yaml":                  meta,
+		"infrastructure-oddkind/v0.1.0/infrastructure-components.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: oddkind-system\n---\napiVersion: example.com/v1\nkind: Frobnicator\nmetadata:\n  name: f\n  namespace: oddkind-system\n",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range []string{"badyaml", "oddkind"} {
+		if _, err := f.WriteString("- name: " + n + "\n  type: InfrastructureProvider\n  url: " + filepath.Join(repo, "infrastructure-"+n, "v0.1.0", "infrastructure-components.yaml") + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// clusterState names every CRD, Namespace and ClusterRole of the server.
+func clusterState(t *testing.T, ctx context.Context, c client.Reader) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, kind := range []struct{ apiVersion, kind string }{
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}, {"v1", "Namespace"}, {"rbac.authorization.k8s.io/v1", "ClusterRole"},
+	} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(kind.apiVersion)
+		list.SetKind(kind.kind + "List")
+		if err := c.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range list.Items {
+			out[kind.kind] = append(out[kind.kind], u.GetName())
+		}
+		sort.Strings(out[kind.kind])
+	}
+	return out
+}
+
+func newNames(before, after []string) []string {
+	had := map[string]bool{}
+	for _, n := range before {
+		had[n] = true
+	}
+	var out []string
+	for _, n := range after {
+		if !had[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestRefusedInitChangesNothing: an init refused for an unknown provider, a missing version, a
+// components file that is not YAML, an unknown kind in the last provider or a cert-manager that
+// cannot be fetched creates nothing on the API server (not even the inventory CRD), and names
+// every problem of the request at once.
+func TestRefusedInitChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	fixtures := testenv.FixturesDir(t)
+	cfgPath := writeConfig(t, fixtures)
+	writeBrokenProviders(t, cfgPath)
+	env := testenv.Start(t, testenv.Options{})
+	ctx := testenv.Context(t)
+	before := clusterState(t, ctx, env.Client)
+	v := "cluster-api:v1.14.0"
+	for _, tc := range []struct {
+		name string
+		sel  initialize.Selection
+		cfg  string
+		want []string
+	}{
+		{name: "unknown provider", sel: initialize.Selection{Core: v, Infrastructure: []string{"nosuch"}}, want: []string{`"nosuch"`}},
+		{name: "missing version", sel: initialize.Selection{Core: "cluster-api:v9.9.9"}, want: []string{"v9.9.9"}},
+		{name: "components not YAML", sel: initialize.Selection{Core: v, Infrastructure: []string{"badyaml:v0.1.0"}}, want: []string{"badyaml", "line 5"}},
+		{name: "all at once", sel: initialize.Selection{Core: "cluster-api:v9.9.9", Infrastructure: []string{"nosuch", "badyaml:v0.1.0"}}, want: []string{"v9.9.9", `"nosuch"`, "badyaml"}},
+		{name: "unknown kind in the last provider", sel: initialize.Selection{Core: v, Infrastructure: []string{"tiny:v0.1.0", "oddkind:v0.1.0"}}, want: []string{"Frobnicator"}},
+		{name: "cert-manager cannot be fetched", sel: initialize.Selection{Core: v}, cfg: "nocm", want: []string{"cert-manager"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := cfgPath
+			if tc.cfg == "nocm" {
+				b, _ := os.ReadFile(cfgPath)
+				body := strings.Replace(string(b), "cert-manager-crds.yaml", "no-such-cert-manager.yaml", 1)
+				path = filepath.Join(t.TempDir(), "clusterctl.yaml")
+				if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := initialize.Init(ctx, clients(t, path, env.Config), initialize.Options{Validate: true, Selection: tc.sel})
+			if err == nil {
+				t.Fatal("init was not refused")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			if after := clusterState(t, ctx, env.Client); !reflect.DeepEqual(before, after) {
+				for kind, names := range after {
+					if added := newNames(before[kind], names); len(added) > 0 {
+						t.Errorf("a refused init created %s %v", kind, added)
+					}
+				}
+			}
+		})
+	}
+}
