@@ -15,6 +15,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -253,34 +254,13 @@ func expand(paths []string) ([]string, error) {
 	return files, nil
 }
 
-// replaceFile writes data over path atomically (a temporary file in the same folder, renamed),
-// keeping the file's mode.
+// replaceFile writes data over path atomically, keeping the file's mode.
 func replaceFile(path string, data []byte) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".capctl-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return output.WriteFileAtomic(path, data, st.Mode().Perm())
 }
 
 // ConvertText converts every document of one multi-document YAML text. Documents that are not

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -133,4 +134,30 @@ func TestRequestValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil || ok.ToVersion != TargetVersion {
 		t.Errorf("valid request: %v, to %q", err, ok.ToVersion)
 	}
+}
+
+// BenchmarkConvertFleet converts a fleet repository of 100 clusters (the classic set, 10 objects
+// each) in a dry run and reports objects per second.
+func BenchmarkConvertFleet(b *testing.B) {
+	classic, err := os.ReadFile(filepath.Join("testdata", "classic-v1beta1.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	for i := 0; i < 100; i++ {
+		if err := os.WriteFile(filepath.Join(dir, "cluster-"+strconv.Itoa(i)+".yaml"), classic, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	objects := 0
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(context.Background(), Request{Paths: []string{dir}, DryRun: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, u := rep.Counts()
+		objects += c + u
+	}
+	b.ReportMetric(float64(objects)/b.Elapsed().Seconds(), "objects/s")
 }

@@ -201,10 +201,13 @@ func TestRolloutOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("--all and --selector over a cluster's MachineDeployments", func(t *testing.T) {
-		res, err := f.run(t, Request{Action: Restart, Selector: "tier=web", DryRun: true, Now: now.Add(2 * time.Hour)})
+		before := env.Client.Requests()
+		res, err := f.run(t, Request{Action: Restart, Selector: "tier=web", Now: now.Add(2 * time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Discovery once, one LIST of MachineDeployments, one of Machines, one PATCH per target.
+		t.Logf("restart of %d MachineDeployments by selector: %d API requests", len(res.Items), env.Client.Requests()-before)
 		if len(res.Items) != 2 || res.Items[0].Name != "prod-1-md-0" || res.Items[1].Name != "prod-2-md-0" {
 			t.Fatalf("selector: %+v", res.Items)
 		}
