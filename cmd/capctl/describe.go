@@ -118,9 +118,7 @@ func (o *describeClusterOptions) run(ctx context.Context) error {
 		return err
 	}
 	opts := o.Describe
-	if opts.Namespace == "" {
-		opts.Namespace = c.Namespace
-	}
+	opts.Namespace = c.NamespaceOr(opts.Namespace)
 	frame := func(ctx context.Context) ([]byte, error) {
 		t, err := describe.Discover(ctx, c, opts)
 		if err != nil {
@@ -193,10 +191,7 @@ func (o *describeClustersOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = c.Namespace
-	}
+	ns := c.NamespaceOr(o.Namespace)
 	rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{Namespace: ns, AllNamespaces: o.AllNamespaces})
 	if err != nil {
 		return err

@@ -170,15 +170,17 @@ func (r *ClusterRequest) Resolve() (*Resolved, error) {
 	// The kubeconfig context's namespace is the default namespace (no network needed); a
 	// kubeconfig that does not load means no management cluster to consult.
 	_, _, _, kubeNS, kerr := cluster.LoadRESTConfig(r.Kubeconfig)
-	res := &Resolved{Namespace: r.TargetNamespace, NamespaceFrom: NamespaceFromFlag}
-	if res.Namespace == "" {
-		res.Namespace, res.NamespaceFrom = orDefault(kubeNS)
+	res := &Resolved{Namespace: cluster.NamespaceOr(r.TargetNamespace, kubeNS)}
+	switch {
+	case r.TargetNamespace != "":
+		res.NamespaceFrom = NamespaceFromFlag
+	case kubeNS != "":
+		res.NamespaceFrom = NamespaceFromKubeconfig
+	default:
+		res.NamespaceFrom = NamespaceFromDefault
 	}
 	if r.Source.ConfigMap != "" {
-		res.ConfigMapNamespace = r.Source.ConfigMapNamespace
-		if res.ConfigMapNamespace == "" {
-			res.ConfigMapNamespace, _ = orDefault(kubeNS)
-		}
+		res.ConfigMapNamespace = cluster.NamespaceOr(r.Source.ConfigMapNamespace, kubeNS)
 	}
 	res.KubernetesVersion = r.KubernetesVersion
 	if res.KubernetesVersion == "" {
@@ -205,13 +207,6 @@ func (r *ClusterRequest) Resolve() (*Resolved, error) {
 	}
 	res.Lookup = variables.Chain(variables.FromMap(builtins), user)
 	return res, nil
-}
-
-func orDefault(kubeNS string) (string, string) {
-	if kubeNS != "" {
-		return kubeNS, NamespaceFromKubeconfig
-	}
-	return "default", NamespaceFromDefault
 }
 
 // machineCount is the flag's value, else the environment's or config file's, else def.
