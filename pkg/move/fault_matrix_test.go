@@ -174,7 +174,8 @@ func TestMoveFaultMatrix(t *testing.T) {
 	rows := []struct {
 		name, phase string
 		at          int
-		noJournal   bool // killed before the journal exists: --resume has nothing to resume
+		noJournal   bool   // killed before the journal exists: --resume has nothing to resume
+		sig         string // KILL (default) or TERM: Ctrl-C or a service manager stopping it
 	}{
 		{name: "discover", phase: "discover", at: 0, noJournal: true},
 		{name: "journal", phase: "journal", at: 0},
@@ -185,10 +186,13 @@ func TestMoveFaultMatrix(t *testing.T) {
 		{name: "verify", phase: "verify", at: 0},
 		{name: "deleting", phase: "deleting", at: 0},
 		{name: "delete-1", phase: "delete", at: 1},
+		{name: "delete-unfinalized", phase: "unfinalized", at: 3}, // a source object stripped but not deleted
 		{name: "delete-half", phase: "delete", at: deletable / 2},
 		{name: "delete-90pct", phase: "delete", at: deletable * 9 / 10},
 		{name: "delete-last", phase: "delete", at: deletable},
 		{name: "unpause", phase: "unpause", at: 1},
+		{name: "term-create-half", phase: "create", at: total / 2, sig: "TERM"},
+		{name: "term-delete-half", phase: "delete", at: deletable / 2, sig: "TERM"},
 	}
 	for _, row := range rows {
 		for _, how := range []string{"rerun", "resume"} {
@@ -200,7 +204,18 @@ func TestMoveFaultMatrix(t *testing.T) {
 					t.Fatalf("fleet of %d objects, want %d", n, total)
 				}
 				before := snapshot(t, src.Client, ns)
-				faultChild(t, "move", src, dst, ns, "", row.phase, row.at, "KILL")
+				sig := row.sig
+				if sig == "" {
+					sig = "KILL"
+				}
+				faultChild(t, "move", src, dst, ns, "", row.phase, row.at, sig)
+				if sig == "TERM" && row.phase == "create" {
+					// Stopped before deleting: the source is intact and unpaused at once.
+					left := withoutJournal(t, snapshot(t, src.Client, ns), true)
+					if p := pausedState(t, left); len(left) != total || len(p) != 1 || p[0] != "Cluster/b" {
+						t.Errorf("after SIGTERM while creating: %d of %d objects in the source, paused %v", len(left), total, p)
+					}
+				}
 
 				opts := Options{Scope: Scope{Namespace: ns}, Resume: how == "resume"}
 				rep, err := Move(ctx, src.Client, dst.Client, opts)

@@ -46,8 +46,10 @@ type Options struct {
 	// Log receives progress lines.
 	Log *logging.Logger
 	// Hook is called after each step of a move (phase "discover", "journal", "pause", "create",
-	// "verify", "deleting", "delete", "unpause", "finish"; backups: "discover", "journal",
-	// "pause", "write") with the count done so far: tests stop the process there.
+	// "verify", "deleting", "unfinalized" (a source object annotated delete-for-move and
+	// stripped of its finalizers, not yet deleted), "delete", "unpause", "finish"; backups:
+	// "discover", "journal", "pause", "write") with the count done so far: tests stop the
+	// process there.
 	Hook func(phase string, done int)
 	// Now is the clock (tests).
 	Now func() time.Time

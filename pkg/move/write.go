@@ -31,6 +31,8 @@ type mover struct {
 	created atomic.Int64
 	updated atomic.Int64
 	present atomic.Int64
+
+	unfinalized atomic.Int64 // source objects annotated delete-for-move and stripped of finalizers
 }
 
 // canPause tells whether capctl pauses (and later unpauses) the node: Clusters and
@@ -463,6 +465,7 @@ func (m *mover) deleteOne(ctx context.Context, n *Node, cur *unstructured.Unstru
 	}}
 	err := mergePatch(ctx, m.src, bare(n), patch)
 	if err == nil {
+		m.opts.hook("unfinalized", int(m.unfinalized.Add(1))) // annotated and stripped, not yet deleted
 		err = m.src.Delete(ctx, bare(n), client.Preconditions{UID: &uid})
 	}
 	if apierrors.IsNotFound(err) {
