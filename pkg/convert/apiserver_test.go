@@ -14,8 +14,8 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-// TestConvertedAcceptedByAPIServer sends every converted object of the test sets (the classic set
-// and the fixtures' CAPD v1.10.10 templates, rendered) to a real API server that has Cluster API
+// TestConvertedAcceptedByAPIServer sends every converted object of the test sets (the classic set,
+// the other kinds and the fixtures' CAPD v1.10.10 templates, rendered) to a real API server that has Cluster API
 // v1.14's CRDs, as a server-side dry run with strict field validation: an unknown or misplaced
 // field, a v1beta1-style reference or a missing required field is refused.
 func TestConvertedAcceptedByAPIServer(t *testing.T) {
@@ -27,7 +27,10 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 	env.CreateNamespaces(t, "team-a", "fleet")
 	ctx := context.Background()
 
-	sets := map[string][]byte{"classic-v1beta1.yaml": readTestdata(t, "classic-v1beta1.yaml")}
+	sets := map[string][]byte{
+		"classic-v1beta1.yaml": readTestdata(t, "classic-v1beta1.yaml"),
+		"other-kinds.yaml":     readTestdata(t, "other-kinds.yaml"),
+	}
 	for _, name := range fixtureTemplates {
 		sets[name] = renderFixture(t, name)
 	}
@@ -54,7 +57,7 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 			sent++
 		}
 	}
-	if sent < 25 {
+	if sent < 30 {
 		t.Errorf("only %d objects sent; the sets have more", sent)
 	}
 	t.Logf("%d converted objects accepted (server-side dry run, strict field validation)", sent)

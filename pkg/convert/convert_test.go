@@ -258,3 +258,71 @@ func TestUnrenderedTemplateIsAnError(t *testing.T) {
 		t.Fatalf("got %+v", fr.Objects)
 	}
 }
+
+// TestOtherKinds: the hub's status moves (Machine, KubeadmConfig), the IPAM and runtime groups'
+// older versions, the conversion-data annotation warning, and a kind of another group.
+func TestOtherKinds(t *testing.T) {
+	in := readTestdata(t, "other-kinds.yaml")
+	fr := ConvertText("other-kinds.yaml", in)
+	var got []string
+	for _, o := range fr.Objects {
+		if o.Error != "" {
+			t.Errorf("%s: %s", o.Object(), o.Error)
+		}
+		got = append(got, o.Kind+" "+o.From+"->"+o.To+" "+o.Action)
+	}
+	want := []string{
+		"Machine v1beta1->v1beta2 converted",
+		"KubeadmConfig v1beta1->v1beta2 converted",
+		"IPAddressClaim v1alpha1->v1beta2 converted",
+		"IPAddress v1beta1->v1beta2 converted",
+		"ExtensionConfig v1alpha1->v1beta2 converted",
+		"Widget v1beta1->v1beta1 not Cluster API",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("objects:\n got %q\nwant %q", got, want)
+	}
+	if w := fr.Objects[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "cluster.x-k8s.io/conversion-data") {
+		t.Errorf("Machine warnings %q", w)
+	}
+	objs := map[string]map[string]any{}
+	for _, d := range repository.SplitDocuments(fr.Output) {
+		raw, _ := sigsyaml.YAMLToJSON(d.Text)
+		m, err := decodeJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[gvkOf(m).Kind] = m
+	}
+	for _, c := range []struct{ kind, path string }{
+		{"Machine", "status.initialization.bootstrapDataSecretCreated"},
+		{"Machine", "status.initialization.infrastructureProvisioned"},
+		{"KubeadmConfig", "status.initialization.dataSecretCreated"},
+	} {
+		if v, ok := nested(objs[c.kind], path(c.path)); !ok || v != true {
+			t.Errorf("%s %s = %v", c.kind, c.path, v)
+		}
+	}
+	if v, _ := nested(objs["Machine"], path("status.phase")); v != "Running" {
+		t.Errorf("Machine status.phase = %v", v)
+	}
+	// Each converts back to its input (no unreported loss).
+	for _, d := range repository.SplitDocuments(in) {
+		raw, _ := sigsyaml.YAMLToJSON(d.Text)
+		o, err := decodeJSON(raw)
+		if err != nil || !convertible(gvkOf(o)) {
+			continue
+		}
+		res, err := convertObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ConvertBack(res.Out, gvkOf(o).Version, refVersions(gvkOf(o).GroupKind(), o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := lost(o, back, nil); len(l) > 0 {
+			t.Errorf("%s: round trip loses %q", gvkOf(o).Kind, l)
+		}
+	}
+}
