@@ -187,10 +187,7 @@ func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	ns := req.Namespace
-	if ns == "" {
-		ns = c.Namespace
-	}
+	ns := cluster.NamespaceOr(req.Namespace, c.Namespace)
 	now := req.Now
 	if now.IsZero() {
 		now = time.Now()
