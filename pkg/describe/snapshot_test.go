@@ -191,3 +191,28 @@ func TestBuildIsPure(t *testing.T) {
 		t.Error("an empty snapshot builds")
 	}
 }
+
+// TestSummaryRowFromSnapshots: the fleet row of a v1beta1 cluster reads the v1beta2 counters
+// under status.v1beta2 and the version from its control plane; a v1beta2 topology cluster takes
+// the topology's version and class. No API server needed.
+func TestSummaryRowFromSnapshots(t *testing.T) {
+	cpVersion := func(s *describe.Snapshot) string {
+		for _, r := range s.Referenced {
+			if r.Kind == "KubeadmControlPlane" && r.Object != nil {
+				v, _, _ := unstructured.NestedString(r.Object.Object, "spec", "version")
+				return v
+			}
+		}
+		return ""
+	}
+	legacy := loadSnapshot(t, describetest.V1Beta1Only().Namespace)
+	row := describe.SummaryRow(legacy.Cluster, cpVersion(legacy))
+	if row.Version != "v1.30.4" || row.ControlPlane.String() != "2/3" || row.Workers.String() != "1/1" || row.Available != "True" || row.Reason != "" {
+		t.Errorf("v1beta1 cluster row: %+v", row)
+	}
+	topo := loadSnapshot(t, describetest.Topology().Namespace)
+	row = describe.SummaryRow(topo.Cluster, "v0.0.0-not-used")
+	if row.Version != "v1.34.1" || row.ClusterClass != "quick-start" || row.Reason != "NotAvailable" {
+		t.Errorf("topology cluster row: %+v", row)
+	}
+}

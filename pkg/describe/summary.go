@@ -133,34 +133,7 @@ func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSum
 	out := make([]ClusterSummary, 0, len(clusters))
 	for i := range clusters {
 		u := &clusters[i]
-		n := objectNode(u, CategoryCluster, "")
-		s := ClusterSummary{
-			Name: u.GetName(), Namespace: u.GetNamespace(), Version: n.Version, ClusterClass: n.Topology,
-			Paused: n.Paused, Deleting: n.Deleting, Created: u.GetCreationTimestamp().Time,
-		}
-		if s.Version == "" {
-			r := readRef(u.Object, u.GetNamespace(), "spec", "controlPlaneRef")
-			s.Version = cpVersions[keyOf(r)]
-		}
-		base := []string{"status"}
-		if isLegacyVersion(u.GetAPIVersion()) {
-			base = []string{"status", "v1beta2"}
-		}
-		path := func(p ...string) []string { return append(append([]string{}, base...), p...) }
-		s.ControlPlane = Counts{Ready: nestedInt(u.Object, path("controlPlane", "readyReplicas")...), Desired: nestedInt(u.Object, path("controlPlane", "desiredReplicas")...)}
-		s.Workers = Counts{Ready: nestedInt(u.Object, path("workers", "readyReplicas")...), Desired: nestedInt(u.Object, path("workers", "desiredReplicas")...)}
-		s.Available = "Unknown"
-		if c := findCondition(n.Conditions, availableCondition); c != nil {
-			s.Available, s.Reason = c.Status, c.Reason
-		} else if c := findCondition(n.V1Beta1Conditions, readyCondition); c != nil {
-			s.Available, s.Reason = c.Status, c.Reason
-		} else {
-			s.Reason = "NoCondition"
-		}
-		if s.Available == "True" {
-			s.Reason = ""
-		}
-		out = append(out, s)
+		out = append(out, SummaryRow(u, cpVersions[keyOf(readRef(u.Object, u.GetNamespace(), "spec", "controlPlaneRef"))]))
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
@@ -169,6 +142,38 @@ func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSum
 		return out[i].Name < out[j].Name
 	})
 	return out, nil
+}
+
+// SummaryRow is the row of one Cluster (read at any served version); controlPlaneVersion is its
+// control plane's spec.version, used when the Cluster has no topology version. It reads nothing.
+func SummaryRow(u *unstructured.Unstructured, controlPlaneVersion string) ClusterSummary {
+	n := objectNode(u, CategoryCluster, "")
+	s := ClusterSummary{
+		Name: u.GetName(), Namespace: u.GetNamespace(), Version: n.Version, ClusterClass: n.Topology,
+		Paused: n.Paused, Deleting: n.Deleting, Created: u.GetCreationTimestamp().Time,
+	}
+	if s.Version == "" {
+		s.Version = controlPlaneVersion
+	}
+	base := []string{"status"}
+	if isLegacyVersion(u.GetAPIVersion()) {
+		base = []string{"status", "v1beta2"}
+	}
+	path := func(p ...string) []string { return append(append([]string{}, base...), p...) }
+	s.ControlPlane = Counts{Ready: nestedInt(u.Object, path("controlPlane", "readyReplicas")...), Desired: nestedInt(u.Object, path("controlPlane", "desiredReplicas")...)}
+	s.Workers = Counts{Ready: nestedInt(u.Object, path("workers", "readyReplicas")...), Desired: nestedInt(u.Object, path("workers", "desiredReplicas")...)}
+	s.Available = "Unknown"
+	if c := findCondition(n.Conditions, availableCondition); c != nil {
+		s.Available, s.Reason = c.Status, c.Reason
+	} else if c := findCondition(n.V1Beta1Conditions, readyCondition); c != nil {
+		s.Available, s.Reason = c.Status, c.Reason
+	} else {
+		s.Reason = "NoCondition"
+	}
+	if s.Available == "True" {
+		s.Reason = ""
+	}
+	return s
 }
 
 // RenderSummary prints the fleet table.
