@@ -241,3 +241,21 @@ func TestWriteFileAtomicKeepsTheGivenMode(t *testing.T) {
 		}
 	}
 }
+
+func TestTableAlignsColouredAndWideCells(t *testing.T) {
+	var b bytes.Buffer
+	tb := NewTable(&b, "NAME", "READY", "STATUS")
+	tb.Row("\x1b[90m├─\x1b[0mMachine/a", "\x1b[32mTrue\x1b[0m", "ok")
+	tb.Row("└─Machine/bb", "False", "Δ")
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	plain := ansi.ReplaceAllString(b.String(), "")
+	want := "" +
+		"NAME           READY   STATUS\n" +
+		"├─Machine/a    True    ok\n" +
+		"└─Machine/bb   False   Δ\n"
+	if plain != want {
+		t.Errorf("got\n%s\nwant\n%s", plain, want)
+	}
+}

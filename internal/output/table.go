@@ -1,57 +1,76 @@
 package output
 
 import (
-	"bytes"
 	"io"
+	"regexp"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // Table is the one table style of capctl: kubectl's borderless look (upper-case headers, columns
-// separated by three spaces, no trailing blanks). Rows are buffered until Flush.
+// separated by three spaces, no trailing blanks). Widths count what a terminal shows, so cells
+// coloured with ANSI codes stay aligned. Rows are buffered until Flush.
 type Table struct {
 	w    io.Writer
-	buf  bytes.Buffer
-	tw   *tabwriter.Writer
-	rows int
+	rows [][]string
 }
+
+// columnGap separates columns, as kubectl's printers do.
+const columnGap = "   "
 
 // NewTable starts a table with the given header.
 func NewTable(w io.Writer, header ...string) *Table {
 	t := &Table{w: w}
-	t.tw = tabwriter.NewWriter(&t.buf, 0, 4, 3, ' ', 0)
-	t.write(header)
+	t.add(header)
 	return t
 }
 
 // Row adds one row; tabs and line breaks in cells become spaces so they cannot break the columns.
-func (t *Table) Row(cells ...string) {
-	t.write(cells)
-	t.rows++
-}
+func (t *Table) Row(cells ...string) { t.add(cells) }
 
 // Rows is how many rows (header excluded) were added.
-func (t *Table) Rows() int { return t.rows }
+func (t *Table) Rows() int { return len(t.rows) - 1 }
 
-func (t *Table) write(cells []string) {
+var cellCleaner = strings.NewReplacer("\t", " ", "\r\n", " ", "\n", " ")
+
+func (t *Table) add(cells []string) {
 	clean := make([]string, len(cells))
 	for i, c := range cells {
-		clean[i] = strings.NewReplacer("\t", " ", "\r\n", " ", "\n", " ").Replace(c)
+		clean[i] = cellCleaner.Replace(c)
 	}
-	t.tw.Write([]byte(strings.Join(clean, "\t") + "\n"))
+	t.rows = append(t.rows, clean)
 }
+
+// ansi matches the colour (SGR) and other CSI escape sequences, which take no room on screen.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
+// visibleWidth is how many columns s takes on a terminal.
+func visibleWidth(s string) int { return utf8.RuneCountInString(ansi.ReplaceAllString(s, "")) }
 
 // Flush prints the table.
 func (t *Table) Flush() error {
-	if err := t.tw.Flush(); err != nil {
-		return err
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], visibleWidth(c))
+		}
 	}
 	var out strings.Builder
-	for _, line := range strings.SplitAfter(t.buf.String(), "\n") {
-		if line == "" {
-			continue
+	for _, r := range t.rows {
+		var line strings.Builder
+		for i, c := range r {
+			if i > 0 {
+				line.WriteString(columnGap)
+			}
+			line.WriteString(c)
+			if i < len(r)-1 {
+				line.WriteString(strings.Repeat(" ", widths[i]-visibleWidth(c)))
+			}
 		}
-		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteString(strings.TrimRight(line.String(), " "))
 		out.WriteByte('\n')
 	}
 	_, err := io.WriteString(t.w, out.String())
