@@ -71,8 +71,9 @@ func TestValidateRequest(t *testing.T) {
 	}
 }
 
-func TestValidateRequestGuards(t *testing.T) {
-	ctx := context.Background()
+// guardCatalog is a v1beta1 management cluster (cluster-api v1.10.10, foo v0.1.0) with newer
+// releases to upgrade to.
+func guardCatalog() (memCatalog, []inventory.Provider) {
 	old := []Series{{1, 10, "v1beta1"}}
 	cat := memCatalog{
 		versions: map[string][]string{"cluster-api": {"v1.10.10", "v1.13.5", "v1.14.0"}, "infrastructure-foo": {"v0.1.0", "v0.2.0"}},
@@ -85,12 +86,16 @@ func TestValidateRequestGuards(t *testing.T) {
 		inventory.New("cluster-api", provider.CoreProviderType, "v1.10.10", "capi-system"),
 		inventory.New("foo", provider.InfrastructureProviderType, "v0.1.0", "foo-system"),
 	}
-	_, err := ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.14.0")}})
-	if err == nil || !strings.Contains(err.Error(), "skips more than 3 minors") {
-		t.Errorf("skip guard: %v", err)
-	}
-	// A version that does not exist is reported as such, not as a skip of too many minors; and
-	// every problem of the request comes at once (with the contract check of the other providers).
+	return cat, items
+}
+
+// TestValidateRequestMissingVersionFirstEveryProblemAtOnce: `--core cluster-api:v1.99.0` says the
+// version does not exist (before the minor-skip guard), and every problem of a request comes in
+// one error, with the contract checks of the valid requests and the other providers.
+func TestValidateRequestMissingVersionFirstEveryProblemAtOnce(t *testing.T) {
+	ctx := context.Background()
+	cat, items := guardCatalog()
+	var err error
 	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.99.0")}})
 	if err == nil || !strings.Contains(err.Error(), "version v1.99.0 is not in the repository of cluster-api (available: v1.14.0, v1.13.5, v1.10.10)") ||
 		strings.Index(err.Error(), "not in the repository") > strings.Index(err.Error(), "skips more than") {
@@ -107,6 +112,15 @@ func TestValidateRequestGuards(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("request and contract problems at once: %v lacks %q", err, want)
 		}
+	}
+}
+
+func TestValidateRequestGuards(t *testing.T) {
+	ctx := context.Background()
+	cat, items := guardCatalog()
+	_, err := ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.14.0")}})
+	if err == nil || !strings.Contains(err.Error(), "skips more than 3 minors") {
+		t.Errorf("skip guard: %v", err)
 	}
 	// An unlisted provider whose contract does not fit must be included.
 	_, err = ValidateRequest(ctx, cat, items, Request{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.13.5")}})
