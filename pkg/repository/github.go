@@ -311,7 +311,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var lastErr error
 	for i := 0; ; i++ {
 		resp, err := base.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusOK {
+		if err == nil && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet {
 			// A body cut short is as transient as a refused connection: read it here, where a
 			// retry is still possible.
 			if err = bufferBody(req, resp); err != nil {
