@@ -244,7 +244,7 @@ func (c *Config) Providers() ([]Provider, error) {
 		Type string `mapstructure:"type"`
 	}
 	if err := c.v.UnmarshalKey(ProvidersKey, &raw); err != nil {
-		return nil, fmt.Errorf("config file %s: reading providers: %w", c.file, err)
+		return nil, fmt.Errorf("config file %s: %s", c.file, describeDecodeError(ProvidersKey, err))
 	}
 	out := make([]Provider, 0, len(raw))
 	for _, r := range raw {
@@ -294,7 +294,7 @@ func (c *Config) Images() (map[string]ImageOverride, error) {
 		return out, nil
 	}
 	if err := c.v.UnmarshalKey(ImagesKey, &out); err != nil {
-		return nil, fmt.Errorf("config file %s: reading images: %w", c.file, err)
+		return nil, fmt.Errorf("config file %s: %s", c.file, describeDecodeError(ImagesKey, err))
 	}
 	return out, nil
 }

@@ -171,3 +171,28 @@ func TestIsSensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongTypesAreNamedWithoutGoTypes: a field of the wrong type is named by its path in the
+// file and what it should be, never by Go types.
+func TestWrongTypesAreNamedWithoutGoTypes(t *testing.T) {
+	for body, want := range map[string]string{
+		"providers:\n- name: foo\n  type: [a]\n  url: x\n": "providers[0].type must be a string, not a list",
+		"images:\n  all: 3\n":                              "images.all must be a mapping, not a whole number",
+		"images:\n  all:\n    tag: [1]\n":                  "images.all.tag must be a string, not a list",
+	} {
+		c, err := Load(context.Background(), Options{Path: writeFile(t, body), LookupEnv: envFrom(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Providers()
+		if err == nil {
+			_, err = c.Images()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "interface") || strings.Contains(err.Error(), "unconvertible")) {
+			t.Errorf("%q: Go types in %v", body, err)
+		}
+	}
+}

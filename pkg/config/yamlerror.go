@@ -62,3 +62,82 @@ func describeYAMLError(data []byte) (string, bool) {
 	}
 	return fmt.Sprintf("line %d: %s: %q", n, complaint, text), true
 }
+
+// decodeProblem matches one problem of a decoding error of the config's structured keys.
+var decodeProblem = regexp.MustCompile(`'([^']*)' (?:expected type '([^']*)', got unconvertible type '([^']*)'|expected a map or struct, got "([^"]*)"|expected a map, got '([^']*)')`)
+
+// describeDecodeError restates a decoding error of key in the file's terms: "providers[0].type
+// must be a string, not a list". Problems it does not recognise are kept as they are.
+func describeDecodeError(key string, err error) string {
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "decoding failed") {
+			continue
+		}
+		m := decodeProblem.FindStringSubmatch(line)
+		if m == nil {
+			out = append(out, line)
+			continue
+		}
+		want, got := KindOfGoType(m[2]), KindOfGoType(m[3])
+		if m[2] == "" {
+			want, got = "a mapping", KindOfGoType(m[4]+m[5])
+		}
+		out = append(out, fmt.Sprintf("%s must be %s, not %s", fieldPath(key, m[1]), want, got))
+	}
+	return strings.Join(out, "; ")
+}
+
+// fieldPath turns a decoder path ("[0].type", "[all].Tag") into one under key
+// ("providers[0].type", "images.all.tag").
+func fieldPath(key, p string) string {
+	var b strings.Builder
+	b.WriteString(key)
+	for len(p) > 0 {
+		switch p[0] {
+		case '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				b.WriteString(p)
+				return b.String()
+			}
+			seg := p[1:end]
+			if strings.Trim(seg, "0123456789") == "" {
+				b.WriteString("[" + seg + "]")
+			} else {
+				b.WriteString("." + seg)
+			}
+			p = p[end+1:]
+		case '.':
+			p = p[1:]
+		default:
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			seg := p[:end]
+			b.WriteString("." + strings.ToLower(seg[:1]) + seg[1:])
+			p = p[end:]
+		}
+	}
+	return b.String()
+}
+
+// KindOfGoType names a Go type (as reflect or a decoder prints it) by the kind of YAML value it
+// holds, for errors that must not show Go types: "a string", "a whole number", "a list", ...
+func KindOfGoType(t string) string {
+	switch {
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case strings.HasPrefix(t, "[]") || strings.HasPrefix(t, "["):
+		return "a list"
+	}
+	return "a mapping"
+}

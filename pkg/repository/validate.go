@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/variables"
 )
 
@@ -156,22 +157,7 @@ func jsonFieldPath(top any, field string) string {
 	return strings.Join(out, ".")
 }
 
-func typeWord(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	default:
-		return "a mapping"
-	}
-}
+func typeWord(t reflect.Type) string { return config.KindOfGoType(t.String()) }
 
 // articled names a JSON value kind as encoding/json reports it ("string", "object", "number -1").
 func articled(v string) string {
