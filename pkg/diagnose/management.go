@@ -1,0 +1,178 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/certmanager"
+	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
+)
+
+// FetchManagement reads the management side: the inventory, the providers' CRDs (their contract
+// labels), controller Deployments (availability, --*-concurrency flags), webhooks (endpoints
+// ready, CA injected) and cert-manager. The cost does not depend on the number of clusters: one
+// LIST per kind plus a few reads per provider.
+func FetchManagement(ctx context.Context, c client.Client) (*Management, error) {
+	items, err := inventory.List(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	m := &Management{CRDProviders: map[string]string{}}
+
+	crds := &metav1.PartialObjectMetadataList{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	if err := c.List(ctx, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
+		return nil, fmt.Errorf("listing the providers' CRDs: %w", err)
+	}
+	crdsOf := map[string][]metav1.PartialObjectMetadata{}
+	for _, crd := range crds.Items {
+		label := crd.Labels[inventory.ProviderLabel]
+		m.CRDProviders[crd.Name] = label
+		crdsOf[label] = append(crdsOf[label], crd)
+	}
+
+	deps := &appsv1.DeploymentList{}
+	if err := c.List(ctx, deps, client.HasLabels{inventory.ProviderLabel}); err != nil {
+		return nil, fmt.Errorf("listing the providers' Deployments: %w", err)
+	}
+	// Webhook configurations are cluster-scoped and labelled with their provider.
+	var hooks []unstructured.Unstructured
+	for _, kind := range []string{"ValidatingWebhookConfigurationList", "MutatingWebhookConfigurationList"} {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("admissionregistration.k8s.io/v1")
+		l.SetKind(kind)
+		if err := c.List(ctx, l, client.HasLabels{inventory.ProviderLabel}); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", strings.TrimSuffix(kind, "List"), err)
+		}
+		hooks = append(hooks, l.Items...)
+	}
+
+	for _, it := range items {
+		label := it.ManifestLabel()
+		p := ProviderStatus{Name: it.ProviderName, Type: it.Type, Version: it.Version, Namespace: it.Namespace, ManifestLabel: label}
+		for _, crd := range crdsOf[label] {
+			p.CRDs = append(p.CRDs, crd.Name)
+			if c := contract.Declared(crd.Labels); c != "" && (p.Contract == "" || version.CompareKubeAwareVersionStrings(c, p.Contract) > 0) {
+				p.Contract = c
+			}
+		}
+		sort.Strings(p.CRDs)
+
+		var objs []unstructured.Unstructured
+		for i := range deps.Items {
+			d := &deps.Items[i]
+			if d.Namespace != it.Namespace || d.Labels[inventory.ProviderLabel] != label {
+				continue
+			}
+			p.Deployments = append(p.Deployments, DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)})
+			u := unstructured.Unstructured{}
+			u.SetAPIVersion("apps/v1")
+			u.SetKind("Deployment")
+			u.SetNamespace(d.Namespace)
+			u.SetName(d.Name)
+			objs = append(objs, u)
+		}
+		for i := range hooks {
+			if hooks[i].GetLabels()[inventory.ProviderLabel] == label && webhookInNamespace(&hooks[i], it.Namespace) {
+				objs = append(objs, hooks[i])
+			}
+		}
+		// One home for "is it usable": the checks init and upgrade wait on.
+		checks := install.Diagnose(ctx, c, objs, false)
+		p.ControllerAvailable = len(p.Deployments) > 0
+		for _, ch := range checks {
+			if ch.What == "available" {
+				for i := range p.Deployments {
+					if p.Deployments[i].Name == ch.Object.Name {
+						p.Deployments[i].Available, p.Deployments[i].Reason = ch.Ready, ch.Reason
+					}
+				}
+				if !ch.Ready {
+					p.ControllerAvailable = false
+				}
+				continue
+			}
+			p.Webhooks = append(p.Webhooks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
+		}
+		if len(p.Webhooks) > 0 {
+			ok := true
+			for _, w := range p.Webhooks {
+				ok = ok && w.Ready
+			}
+			p.WebhookAnswers = &ok
+		}
+		if it.Type == provider.CoreProviderType {
+			m.CoreContract = p.Contract
+		}
+		m.Providers = append(m.Providers, p)
+	}
+	if m.CoreContract == "" {
+		m.CoreContract = contract.Current
+	}
+	for i := range m.Providers {
+		p := &m.Providers[i]
+		p.ContractCompatible = p.Contract == "" || contract.IsCompatible(m.CoreContract, p.Contract)
+	}
+
+	cm, err := certmanager.Status(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	m.CertManager = &CertManagerStatus{Installed: cm.Installed, Version: cm.Version, Ready: cm.Ready}
+	for _, ch := range cm.Checks {
+		m.CertManager.Checks = append(m.CertManager.Checks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
+	}
+	return m, nil
+}
+
+// webhookInNamespace tells whether a webhook configuration calls a Service of the namespace (a
+// provider installed twice in two namespaces has two configurations with the same label).
+func webhookInNamespace(u *unstructured.Unstructured, ns string) bool {
+	hs, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	for _, h := range hs {
+		hm, _ := h.(map[string]any)
+		if n, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "namespace"); n == ns {
+			return true
+		}
+	}
+	return len(hs) == 0
+}
+
+// ConcurrencyFlags are a Deployment's --<name>-concurrency container arguments.
+func ConcurrencyFlags(d *appsv1.Deployment) map[string]string {
+	out := map[string]string{}
+	for _, ct := range d.Spec.Template.Spec.Containers {
+		args := append(append([]string{}, ct.Command...), ct.Args...)
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if !strings.HasPrefix(a, "--") {
+				continue
+			}
+			name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if !strings.HasSuffix(name, "-concurrency") {
+				continue
+			}
+			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				val = args[i+1]
+				i++
+			}
+			out["--"+name] = val
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
