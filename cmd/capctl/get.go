@@ -21,7 +21,7 @@ func newCmdGet(f *factory) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdGetKubeconfig(f, nil))
+	cmd.AddCommand(newCmdGetKubeconfig(f, nil), newCmdGetProviders(f, nil))
 	return cmd
 }
 

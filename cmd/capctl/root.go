@@ -100,6 +100,10 @@ func runContext(ctx context.Context, args []string, io *iostreams.IOStreams) int
 	if err == nil {
 		return 0
 	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
 	fmt.Fprintf(io.ErrOut, "Error: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsageError(err) {

@@ -5,10 +5,11 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/capctl/capctl/internal/output"
 )
 
 // RenderOptions tune the text output.
@@ -136,7 +137,7 @@ func RenderFleet(w io.Writer, fr *FleetReport, o RenderOptions) error {
 			return err
 		}
 	}
-	return writeTable(w, []string{"NAMESPACE", "NAME", "STATUS", "PROBLEMS", "ROOT CAUSE", "OBJECT", "SINCE", "SUMMARY"}, rows)
+	return output.WriteTable(w, []string{"NAMESPACE", "NAME", "STATUS", "PROBLEMS", "ROOT CAUSE", "OBJECT", "SINCE", "SUMMARY"}, rows)
 }
 
 // RenderProviders prints the inventory with the state of each provider.
@@ -176,7 +177,7 @@ func RenderProviders(w io.Writer, m *Management) error {
 		}
 		rows = append(rows, []string{p.Namespace, p.Name, string(p.Type), p.Version, contract, controller, webhook, cs})
 	}
-	if err := writeTable(w, []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT", "CONTROLLER", "WEBHOOK", "CONCURRENCY"}, rows); err != nil {
+	if err := output.WriteTable(w, []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT", "CONTROLLER", "WEBHOOK", "CONCURRENCY"}, rows); err != nil {
 		return err
 	}
 	if cm := m.CertManager; cm != nil {
@@ -195,24 +196,4 @@ func RenderProviders(w io.Writer, m *Management) error {
 		return err
 	}
 	return nil
-}
-
-// writeTable prints a borderless table (kubectl's look).
-func writeTable(w io.Writer, header []string, rows [][]string) error {
-	var buf strings.Builder
-	tw := tabwriter.NewWriter(&buf, 0, 4, 3, ' ', 0)
-	for _, r := range append([][]string{header}, rows...) {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(buf.String(), "\n") {
-		if l != "" {
-			out.WriteString(strings.TrimRight(l, " \n") + "\n")
-		}
-	}
-	_, err := io.WriteString(w, out.String())
-	return err
 }

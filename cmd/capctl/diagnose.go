@@ -1,0 +1,273 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/diagnose"
+)
+
+func init() { registerCommand(newDiagnoseCmd) }
+
+// exitProblemsFound is the exit code of `diagnose` when it found problems (README: exit codes).
+const exitProblemsFound = 2
+
+// exitCodeError ends the run with a given exit code and no "Error:" line: the output already
+// said what is wrong.
+type exitCodeError struct{ code int }
+
+func (e exitCodeError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
+
+func newDiagnoseCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		GroupID: groupTroubleshooting,
+		Use:     "diagnose",
+		Short:   "Say why workload clusters are stuck, who is responsible, and what to run next",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("diagnose needs a subcommand: cluster NAME or clusters")
+		},
+	}
+	cmd.AddCommand(newCmdDiagnoseCluster(f, nil), newCmdDiagnoseClusters(f, nil))
+	return cmd
+}
+
+// DiagnoseClusterOptions are the flags of `diagnose cluster`.
+type DiagnoseClusterOptions struct {
+	Name            string
+	Namespace       string
+	StuckAfter      time.Duration
+	Workload        bool
+	WorkloadTimeout time.Duration
+	Output          output.Format
+	Color           *bool
+	// Now is the clock for "since" (tests fix it).
+	Now func() time.Time
+}
+
+func addDiagnoseFlags(cmd *cobra.Command, stuck *time.Duration, workload *bool, timeout *time.Duration, color *bool) {
+	fl := cmd.Flags()
+	fl.DurationVar(stuck, "stuck-after", diagnose.DefaultStuckAfter, "How long a Machine may stay Pending, Provisioning, Deleting, ... before it counts as stuck")
+	fl.BoolVar(workload, "workload", true, "Also read the workload cluster (Nodes, CNI, PodDisruptionBudgets) through its kubeconfig Secret, read only")
+	fl.DurationVar(timeout, "workload-timeout", diagnose.DefaultWorkloadTimeout, "How long reading a workload cluster may take before it counts as unreachable")
+	fl.BoolVarP(color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+}
+
+func validateDiagnoseDurations(stuck, timeout time.Duration) error {
+	if stuck <= 0 {
+		return usageErrorf("--stuck-after must be positive")
+	}
+	if timeout <= 0 {
+		return usageErrorf("--workload-timeout must be positive")
+	}
+	return nil
+}
+
+func newCmdDiagnoseCluster(f *factory, runF func(*DiagnoseClusterOptions) error) *cobra.Command {
+	o := &DiagnoseClusterOptions{Now: time.Now}
+	var color bool
+	cmd := &cobra.Command{
+		Use:   "cluster NAME",
+		Short: "Diagnose one workload cluster: what is stuck, since when, who is responsible, what to run next",
+		Long: strings.TrimSpace(`
+Diagnose a workload cluster. capctl walks the same object tree as describe, reads the management
+side (provider controllers, webhooks, cert-manager, contracts) and, through the cluster's
+kubeconfig Secret, the workload cluster (Nodes, CNI, PodDisruptionBudgets; read only, short
+timeout), and applies its rules. Each finding says what is stuck and since when, why (one
+sentence), the responsible component (provider, namespace, Deployment) and the commands to run
+next; conditions' messages are quoted. The furthest-upstream problem is marked as the root cause.
+
+Exit codes: 0 no problem found, 2 problems found (errors or warnings), 1 the diagnosis itself
+failed (bad flags, management cluster unreachable, cluster not found).`),
+		Example: strings.TrimSpace(`
+  capctl diagnose cluster my-cluster -n prod
+  capctl diagnose cluster my-cluster -o json | jq '.findings[] | select(.root)'
+  capctl diagnose cluster my-cluster --stuck-after 30m --workload=false`),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("diagnose cluster needs exactly one cluster name (got %d); `capctl diagnose clusters` diagnoses them all", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if cmd.Flags().Changed("color") {
+				o.Color = &color
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd, f)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
+	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
+	return cmd
+}
+
+// Validate checks the flags before any cluster is contacted.
+func (o *DiagnoseClusterOptions) Validate() error {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return usageErrorf("invalid cluster name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	return validateDiagnoseDurations(o.StuckAfter, o.WorkloadTimeout)
+}
+
+// Run diagnoses the cluster and prints the report.
+func (o *DiagnoseClusterOptions) Run(cmd *cobra.Command, f *factory) error {
+	if o.Color != nil {
+		f.IO.ForceColor(*o.Color)
+	}
+	ctx := cmd.Context()
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = c.Namespace
+	}
+	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{
+		Namespace: ns, Name: o.Name, StuckAfter: o.StuckAfter,
+		Workload: o.Workload, WorkloadTimeout: o.WorkloadTimeout, Now: o.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if rep.ManagementError != "" && !o.Output.Structured() {
+		fmt.Fprintf(f.IO.ErrOut, "Warning: management side not checked: %s\n", rep.ManagementError)
+	}
+	err = output.Render(f.IO.Out, o.Output, rep, func(w io.Writer) error {
+		return diagnose.RenderText(w, rep, diagnose.RenderOptions{Now: o.Now(), Color: f.IO.ColorEnabled()})
+	})
+	if err != nil {
+		return err
+	}
+	if !rep.Healthy {
+		return exitCodeError{code: exitProblemsFound}
+	}
+	return nil
+}
+
+// DiagnoseClustersOptions are the flags of `diagnose clusters`.
+type DiagnoseClustersOptions struct {
+	Namespace       string
+	AllNamespaces   bool
+	StuckAfter      time.Duration
+	Workload        bool
+	WorkloadTimeout time.Duration
+	Concurrency     int
+	Output          output.Format
+	Color           *bool
+	Now             func() time.Time
+}
+
+func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
+	o := &DiagnoseClustersOptions{Now: time.Now}
+	var color bool
+	cmd := &cobra.Command{
+		Use:   "clusters",
+		Short: "Diagnose every cluster of a namespace (or all): one line per cluster, problems first",
+		Long: strings.TrimSpace(`
+Diagnose every workload cluster of the namespace (-A: of every namespace) with the rules of
+` + "`diagnose cluster`" + `, a few clusters at a time, and print one line per cluster, problems first,
+with its root cause. The management side is read once. -o json|yaml prints every finding.
+
+Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis itself failed.`),
+		Example: strings.TrimSpace(`
+  capctl diagnose clusters -A
+  capctl diagnose clusters -n prod -o json | jq '.clusters[] | select(.healthy | not) | .root.rule'`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("color") {
+				o.Color = &color
+			}
+			if o.AllNamespaces && cmd.Flags().Changed("namespace") {
+				return usageErrorf("--all-namespaces and --namespace cannot be used together")
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd, f)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to diagnose (default: the kubeconfig context's namespace)")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose the clusters of every namespace")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many clusters to diagnose at once")
+	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
+	return cmd
+}
+
+// Validate checks the flags before any cluster is contacted.
+func (o *DiagnoseClustersOptions) Validate() error {
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if o.Concurrency < 1 {
+		return usageErrorf("--concurrency must be at least 1")
+	}
+	return validateDiagnoseDurations(o.StuckAfter, o.WorkloadTimeout)
+}
+
+// Run diagnoses the fleet and prints it.
+func (o *DiagnoseClustersOptions) Run(cmd *cobra.Command, f *factory) error {
+	if o.Color != nil {
+		f.IO.ForceColor(*o.Color)
+	}
+	ctx := cmd.Context()
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = c.Namespace
+	}
+	fr, err := diagnose.Clusters(ctx, c, diagnose.FleetOptions{
+		Options: diagnose.Options{Namespace: ns, StuckAfter: o.StuckAfter, Workload: o.Workload,
+			WorkloadTimeout: o.WorkloadTimeout, Now: o.Now},
+		AllNamespaces: o.AllNamespaces, Concurrency: o.Concurrency,
+	})
+	if err != nil {
+		return err
+	}
+	if len(fr.Clusters) == 0 && !o.Output.Structured() {
+		where := "namespace " + ns
+		if o.AllNamespaces {
+			where = "any namespace"
+		}
+		f.Logger().Info("No clusters found in " + where)
+		return nil
+	}
+	err = output.Render(f.IO.Out, o.Output, fr, func(w io.Writer) error {
+		return diagnose.RenderFleet(w, fr, diagnose.RenderOptions{Now: o.Now(), Color: f.IO.ColorEnabled()})
+	})
+	if err != nil {
+		return err
+	}
+	if !fr.Healthy {
+		return exitCodeError{code: exitProblemsFound}
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/diagnose"
+)
+
+// GetProvidersOptions are the flags of `get providers`.
+type GetProvidersOptions struct {
+	Output output.Format
+}
+
+func newCmdGetProviders(f *factory, runF func(*GetProvidersOptions) error) *cobra.Command {
+	o := &GetProvidersOptions{}
+	cmd := &cobra.Command{
+		Use:   "providers",
+		Short: "List the installed providers with their contract, controller, webhook and concurrency flags",
+		Long: strings.TrimSpace(`
+List the providers of the management cluster's inventory with their type, version and namespace,
+the Cluster API contract their CRDs declare (labels cluster.x-k8s.io/<contract>), whether their
+controller Deployment is available and their webhook answers (Service with ready endpoints, CA
+injected), and the --*-concurrency flags their controllers run with. cert-manager's state follows.`),
+		Example: strings.TrimSpace(`
+  capctl get providers
+  capctl get providers -o yaml`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd, f)
+		},
+	}
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
+	return cmd
+}
+
+// Run reads the providers and prints them.
+func (o *GetProvidersOptions) Run(cmd *cobra.Command, f *factory) error {
+	ctx := cmd.Context()
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := diagnose.Providers(ctx, c)
+	if err != nil {
+		return err
+	}
+	return output.Render(f.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) })
+}
