@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
 )
 
@@ -57,6 +59,22 @@ func addDiagnoseFlags(cmd *cobra.Command, stuck *time.Duration, workload *bool, 
 	fl.BoolVar(workload, "workload", true, "Also read the workload cluster (Nodes, CNI, PodDisruptionBudgets) through its kubeconfig Secret, read only")
 	fl.DurationVar(timeout, "workload-timeout", diagnose.DefaultWorkloadTimeout, "How long reading a workload cluster may take before it counts as unreachable")
 	fl.BoolVarP(color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+}
+
+// diagnoseTarget connects to the management cluster and resolves the namespace (default: the
+// kubeconfig context's).
+func diagnoseTarget(ctx context.Context, f *factory, color *bool, namespace string) (*cluster.Client, string, error) {
+	if color != nil {
+		f.IO.ForceColor(*color)
+	}
+	c, err := f.Cluster(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if namespace == "" {
+		namespace = c.Namespace
+	}
+	return c, namespace, nil
 }
 
 func validateDiagnoseDurations(stuck, timeout time.Duration) error {
@@ -130,17 +148,10 @@ func (o *DiagnoseClusterOptions) Validate() error {
 
 // Run diagnoses the cluster and prints the report.
 func (o *DiagnoseClusterOptions) Run(cmd *cobra.Command, f *factory) error {
-	if o.Color != nil {
-		f.IO.ForceColor(*o.Color)
-	}
 	ctx := cmd.Context()
-	c, err := f.Cluster(ctx)
+	c, ns, err := diagnoseTarget(ctx, f, o.Color, o.Namespace)
 	if err != nil {
 		return err
-	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = c.Namespace
 	}
 	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{
 		Namespace: ns, Name: o.Name, StuckAfter: o.StuckAfter,
@@ -232,17 +243,10 @@ func (o *DiagnoseClustersOptions) Validate() error {
 
 // Run diagnoses the fleet and prints it.
 func (o *DiagnoseClustersOptions) Run(cmd *cobra.Command, f *factory) error {
-	if o.Color != nil {
-		f.IO.ForceColor(*o.Color)
-	}
 	ctx := cmd.Context()
-	c, err := f.Cluster(ctx)
+	c, ns, err := diagnoseTarget(ctx, f, o.Color, o.Namespace)
 	if err != nil {
 		return err
-	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = c.Namespace
 	}
 	fr, err := diagnose.Clusters(ctx, c, diagnose.FleetOptions{
 		Options: diagnose.Options{Namespace: ns, StuckAfter: o.StuckAfter, Workload: o.Workload,

@@ -45,12 +45,7 @@ func Status(ctx context.Context, c client.Client) (*ReadState, error) {
 	}
 	var objs []unstructured.Unstructured
 	for _, d := range deps.Items {
-		u := unstructured.Unstructured{}
-		u.SetAPIVersion("apps/v1")
-		u.SetKind("Deployment")
-		u.SetNamespace(d.Namespace)
-		u.SetName(d.Name)
-		objs = append(objs, u)
+		objs = append(objs, install.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}.Object())
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		u := unstructured.Unstructured{}

@@ -77,12 +77,7 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 				continue
 			}
 			p.Deployments = append(p.Deployments, DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)})
-			u := unstructured.Unstructured{}
-			u.SetAPIVersion("apps/v1")
-			u.SetKind("Deployment")
-			u.SetNamespace(d.Namespace)
-			u.SetName(d.Name)
-			objs = append(objs, u)
+			objs = append(objs, install.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}.Object())
 		}
 		for i := range hooks {
 			if hooks[i].GetLabels()[inventory.ProviderLabel] == label && webhookInNamespace(&hooks[i], it.Namespace) {

@@ -46,6 +46,17 @@ func RefOf(u *unstructured.Unstructured) ObjectRef {
 	return ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
+// Object is an empty object with the reference's kind and name: enough for Diagnose and Wait,
+// which read the object themselves.
+func (r ObjectRef) Object() unstructured.Unstructured {
+	u := unstructured.Unstructured{}
+	u.SetAPIVersion(r.APIVersion)
+	u.SetKind(r.Kind)
+	u.SetNamespace(r.Namespace)
+	u.SetName(r.Name)
+	return u
+}
+
 // String is `Kind namespace/name` (or `Kind name` for cluster-scoped objects).
 func (r ObjectRef) String() string {
 	if r.Namespace == "" {
