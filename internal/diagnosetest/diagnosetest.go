@@ -112,16 +112,16 @@ func patchLabels(ctx context.Context, tb testing.TB, c client.Client, obj client
 	}
 }
 
-// RelabelContract makes every CRD of a provider declare contract instead of v1beta2 (the label
-// cluster.x-k8s.io/v1beta2 goes, cluster.x-k8s.io/<contract> comes).
-func RelabelContract(ctx context.Context, tb testing.TB, c client.Client, label, contract string) {
+// RelabelContract makes every CRD of a provider declare contract to instead of from (the label
+// cluster.x-k8s.io/<from> goes, cluster.x-k8s.io/<to> comes).
+func RelabelContract(ctx context.Context, tb testing.TB, c client.Client, label, from, to string) {
 	tb.Helper()
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := c.List(ctx, crds, client.MatchingLabels{inventory.ProviderLabel: label}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := range crds.Items {
-		patchLabels(ctx, tb, c, &crds.Items[i], map[string]any{"cluster.x-k8s.io/v1beta2": nil, "cluster.x-k8s.io/" + contract: contract})
+		patchLabels(ctx, tb, c, &crds.Items[i], map[string]any{"cluster.x-k8s.io/" + from: nil, "cluster.x-k8s.io/" + to: to})
 	}
 }
 

@@ -84,7 +84,7 @@ type Rule struct {
 	Match func(in *Input) []Match
 	// Next are text/template commands (see cmdData); lines that render empty are dropped.
 	Next []string
-	// Fallback rules only run when no other rule found an error or a warning.
+	// Fallback rules only run when no other rule found an error.
 	Fallback bool
 }
 
@@ -220,13 +220,15 @@ func runRules(in *Input, rules []Rule) *Report {
 			apply(r)
 		}
 	}
-	serious := false
+	// The fallback explains an unavailable Cluster only when no rule found an error (a warning,
+	// such as a workload cluster capctl could not read, does not explain it).
+	explained := false
 	for _, s := range found {
-		if s.f.Severity != SeverityInfo {
-			serious = true
+		if s.f.Severity == SeverityError {
+			explained = true
 		}
 	}
-	if !serious {
+	if !explained {
 		for _, r := range rules {
 			if r.Fallback {
 				apply(r)

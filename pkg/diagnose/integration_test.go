@@ -163,8 +163,14 @@ func TestRulesOnAPIServer(t *testing.T) {
 			diagnosetest.KubeconfigSecret(ctx, t, mgmt.Client, tc.ns, "c", diagnosetest.UnreachableKubeconfig)
 		}
 	}
+	// Cases without a kubeconfig Secret do not read a workload cluster (a missing Secret is a
+	// finding of its own, tested by the "dead" cases).
+	workloadOf := map[string]bool{}
+	for _, tc := range cases {
+		workloadOf[tc.ns] = tc.workload != ""
+	}
 	opts := func(ns string) diagnose.Options {
-		return diagnose.Options{Namespace: ns, Name: "c", Workload: true, WorkloadTimeout: 3 * time.Second, Now: fixedNow}
+		return diagnose.Options{Namespace: ns, Name: "c", Workload: workloadOf[ns], WorkloadTimeout: 3 * time.Second, Now: fixedNow}
 	}
 
 	covered := map[string]bool{}
@@ -222,8 +228,8 @@ func TestRulesOnAPIServer(t *testing.T) {
 		covered[diagnose.RuleProviderWebhook] = true
 	})
 	t.Run(diagnose.RuleProviderContract, func(t *testing.T) {
-		diagnosetest.RelabelContract(ctx, t, mgmt.Client, "infrastructure-docker", "v1alpha4")
-		defer diagnosetest.RelabelContract(ctx, t, mgmt.Client, "infrastructure-docker", "v1beta2")
+		diagnosetest.RelabelContract(ctx, t, mgmt.Client, "infrastructure-docker", "v1beta2", "v1alpha4")
+		defer diagnosetest.RelabelContract(ctx, t, mgmt.Client, "infrastructure-docker", "v1alpha4", "v1beta2")
 		rep, err := diagnose.Cluster(ctx, mgmt.Client, opts("provisioning"))
 		if err != nil {
 			t.Fatal(err)
