@@ -164,10 +164,7 @@ type C = describetest.C
 func conds(cs ...C) []any {
 	out := make([]any, 0, len(cs))
 	for _, c := range cs {
-		m := map[string]any{"type": c.Type, "status": c.Status, "reason": c.Reason, "lastTransitionTime": Now.Add(-c.Ago).Format(time.RFC3339)}
-		if c.Message != "" {
-			m["message"] = c.Message
-		}
+		m := map[string]any{"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message, "lastTransitionTime": Now.Add(-c.Ago).Format(time.RFC3339)}
 		out = append(out, m)
 	}
 	return out
@@ -214,7 +211,7 @@ func NewCluster(ns, name string) *Cluster {
 	cl.infra = describetest.Obj(infraAV, "DockerCluster", ns, name, labels, map[string]any{},
 		map[string]any{"conditions": conds(C{Type: "Ready", Status: "True", Reason: "Ready", Ago: time.Hour})})
 	kcp := describetest.Obj(cpAV, "KubeadmControlPlane", ns, name+"-cp", labels, map[string]any{
-		"replicas": int64(1), "version": "v1.34.1",
+		"replicas": int64(1), "version": "v1.34.1", "kubeadmConfigSpec": map[string]any{"format": "cloud-config"},
 		"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": ref(infraAV, "DockerMachineTemplate", name+"-cp")}},
 	}, map[string]any{"conditions": conds(C{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour})})
 	cl.Objects = []*unstructured.Unstructured{cl.cluster, cl.infra, kcp}
@@ -313,7 +310,7 @@ func (cl *Cluster) AddMachine(m Machine) *Cluster {
 		cl.Objects = append(cl.Objects, describetest.Obj(infraAV, "DockerMachine", cl.Namespace, m.Name, map[string]string{"cluster.x-k8s.io/cluster-name": cl.Name}, map[string]any{},
 			map[string]any{"conditions": conds(m.InfraConditions...)}))
 	}
-	cl.Objects = append(cl.Objects, describetest.Obj(bootAV, "KubeadmConfig", cl.Namespace, m.Name, map[string]string{"cluster.x-k8s.io/cluster-name": cl.Name}, map[string]any{},
+	cl.Objects = append(cl.Objects, describetest.Obj(bootAV, "KubeadmConfig", cl.Namespace, m.Name, map[string]string{"cluster.x-k8s.io/cluster-name": cl.Name}, map[string]any{"format": "cloud-config"},
 		map[string]any{"conditions": conds(m.BootConditions...)}))
 	return cl
 }

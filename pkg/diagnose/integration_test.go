@@ -194,9 +194,22 @@ func TestRulesOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := len(fr.Clusters)
-		if fr.Healthy || n != len(cases)+1 || !fr.Clusters[n-1].Healthy || fr.Clusters[n-1].Namespace != "fine" || fr.Clusters[0].Healthy || fr.Clusters[0].Root == nil {
-			t.Fatalf("fleet: %+v", fr.Clusters)
+		if fr.Healthy || len(fr.Clusters) != len(cases)+1 {
+			t.Fatalf("fleet of %d clusters, healthy %v", len(fr.Clusters), fr.Healthy)
+		}
+		seenHealthy := false
+		for _, r := range fr.Clusters {
+			if r.Healthy {
+				seenHealthy = true
+			} else if seenHealthy || r.Root == nil {
+				t.Errorf("%s/%s: problems after a healthy cluster, or no root cause: %+v", r.Namespace, r.Name, r)
+			}
+		}
+		// Without the workload cluster the drain is still reported, as a stuck deletion.
+		for _, r := range fr.Clusters {
+			if r.Namespace == "drain" && (r.Root == nil || r.Root.Rule != diagnose.RuleMachineDeletingStuck) {
+				t.Errorf("drain without the workload cluster: %+v", r.Root)
+			}
 		}
 	})
 

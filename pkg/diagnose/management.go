@@ -145,7 +145,8 @@ func webhookInNamespace(u *unstructured.Unstructured, ns string) bool {
 	return len(hs) == 0
 }
 
-// ConcurrencyFlags are a Deployment's --<name>-concurrency container arguments.
+// ConcurrencyFlags are a Deployment's --concurrency and --<name>-concurrency container
+// arguments (`--flag=value` or `--flag value`).
 func ConcurrencyFlags(d *appsv1.Deployment) map[string]string {
 	out := map[string]string{}
 	for _, ct := range d.Spec.Template.Spec.Containers {
@@ -156,7 +157,7 @@ func ConcurrencyFlags(d *appsv1.Deployment) map[string]string {
 				continue
 			}
 			name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-			if !strings.HasSuffix(name, "-concurrency") {
+			if name != "concurrency" && !strings.HasSuffix(name, "-concurrency") {
 				continue
 			}
 			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
