@@ -42,6 +42,7 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 
 // DiagnoseClusterOptions are the flags of `diagnose cluster`.
 type DiagnoseClusterOptions struct {
+	deps
 	Name            string
 	Namespace       string
 	StuckAfter      time.Duration
@@ -63,18 +64,15 @@ func addDiagnoseFlags(cmd *cobra.Command, stuck *time.Duration, workload *bool, 
 
 // diagnoseTarget connects to the management cluster and resolves the namespace (default: the
 // kubeconfig context's).
-func diagnoseTarget(ctx context.Context, f *factory, color *bool, namespace string) (*cluster.Client, string, error) {
+func diagnoseTarget(ctx context.Context, d deps, color *bool, namespace string) (*cluster.Client, string, error) {
 	if color != nil {
-		f.IO.ForceColor(*color)
+		d.IO.ForceColor(*color)
 	}
-	c, err := f.Cluster(ctx)
+	c, err := d.Cluster(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	if namespace == "" {
-		namespace = c.Namespace
-	}
-	return c, namespace, nil
+	return c, c.NamespaceOr(namespace), nil
 }
 
 func validateDiagnoseDurations(stuck, timeout time.Duration) error {
@@ -88,7 +86,7 @@ func validateDiagnoseDurations(stuck, timeout time.Duration) error {
 }
 
 func newCmdDiagnoseCluster(f *factory, runF func(*DiagnoseClusterOptions) error) *cobra.Command {
-	o := &DiagnoseClusterOptions{Now: time.Now}
+	o := &DiagnoseClusterOptions{deps: f.deps(), Now: time.Now}
 	var color bool
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
@@ -124,7 +122,7 @@ failed (bad flags, management cluster unreachable, cluster not found).`),
 			if runF != nil {
 				return runF(o)
 			}
-			return o.Run(cmd, f)
+			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
@@ -147,9 +145,8 @@ func (o *DiagnoseClusterOptions) Validate() error {
 }
 
 // Run diagnoses the cluster and prints the report.
-func (o *DiagnoseClusterOptions) Run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, ns, err := diagnoseTarget(ctx, f, o.Color, o.Namespace)
+func (o *DiagnoseClusterOptions) Run(ctx context.Context) error {
+	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
 	if err != nil {
 		return err
 	}
@@ -161,10 +158,10 @@ func (o *DiagnoseClusterOptions) Run(cmd *cobra.Command, f *factory) error {
 		return err
 	}
 	if rep.ManagementError != "" && !o.Output.Structured() {
-		fmt.Fprintf(f.IO.ErrOut, "Warning: management side not checked: %s\n", rep.ManagementError)
+		fmt.Fprintf(o.IO.ErrOut, "Warning: management side not checked: %s\n", rep.ManagementError)
 	}
-	err = output.Render(f.IO.Out, o.Output, rep, func(w io.Writer) error {
-		return diagnose.RenderText(w, rep, diagnose.RenderOptions{Now: o.Now(), Color: f.IO.ColorEnabled()})
+	err = output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error {
+		return diagnose.RenderText(w, rep, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
 	})
 	if err != nil {
 		return err
@@ -177,6 +174,7 @@ func (o *DiagnoseClusterOptions) Run(cmd *cobra.Command, f *factory) error {
 
 // DiagnoseClustersOptions are the flags of `diagnose clusters`.
 type DiagnoseClustersOptions struct {
+	deps
 	Namespace       string
 	AllNamespaces   bool
 	StuckAfter      time.Duration
@@ -189,7 +187,7 @@ type DiagnoseClustersOptions struct {
 }
 
 func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
-	o := &DiagnoseClustersOptions{Now: time.Now}
+	o := &DiagnoseClustersOptions{deps: f.deps(), Now: time.Now}
 	var color bool
 	cmd := &cobra.Command{
 		Use:   "clusters",
@@ -217,7 +215,7 @@ Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis 
 			if runF != nil {
 				return runF(o)
 			}
-			return o.Run(cmd, f)
+			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to diagnose (default: the kubeconfig context's namespace)")
@@ -242,9 +240,8 @@ func (o *DiagnoseClustersOptions) Validate() error {
 }
 
 // Run diagnoses the fleet and prints it.
-func (o *DiagnoseClustersOptions) Run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, ns, err := diagnoseTarget(ctx, f, o.Color, o.Namespace)
+func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
+	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
 	if err != nil {
 		return err
 	}
@@ -261,11 +258,11 @@ func (o *DiagnoseClustersOptions) Run(cmd *cobra.Command, f *factory) error {
 		if o.AllNamespaces {
 			where = "any namespace"
 		}
-		f.Logger().Info("No clusters found in " + where)
+		o.Logger().Info("No clusters found in " + where)
 		return nil
 	}
-	err = output.Render(f.IO.Out, o.Output, fr, func(w io.Writer) error {
-		return diagnose.RenderFleet(w, fr, diagnose.RenderOptions{Now: o.Now(), Color: f.IO.ColorEnabled()})
+	err = output.Render(o.IO.Out, o.Output, fr, func(w io.Writer) error {
+		return diagnose.RenderFleet(w, fr, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 
@@ -12,11 +13,12 @@ import (
 
 // GetProvidersOptions are the flags of `get providers`.
 type GetProvidersOptions struct {
+	deps
 	Output output.Format
 }
 
 func newCmdGetProviders(f *factory, runF func(*GetProvidersOptions) error) *cobra.Command {
-	o := &GetProvidersOptions{}
+	o := &GetProvidersOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		Use:   "providers",
 		Short: "List the installed providers with their contract, controller, webhook and concurrency flags",
@@ -33,7 +35,7 @@ injected), and the --*-concurrency flags their controllers run with. cert-manage
 			if runF != nil {
 				return runF(o)
 			}
-			return o.Run(cmd, f)
+			return o.Run(cmd.Context())
 		},
 	}
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
@@ -41,9 +43,8 @@ injected), and the --*-concurrency flags their controllers run with. cert-manage
 }
 
 // Run reads the providers and prints them.
-func (o *GetProvidersOptions) Run(cmd *cobra.Command, f *factory) error {
-	ctx := cmd.Context()
-	c, err := f.Cluster(ctx)
+func (o *GetProvidersOptions) Run(ctx context.Context) error {
+	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,5 +52,5 @@ func (o *GetProvidersOptions) Run(cmd *cobra.Command, f *factory) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(f.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) })
+	return output.Render(o.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) })
 }
