@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,52 +31,73 @@ func (o Options) now() time.Time {
 	return time.Now()
 }
 
-// Fetch reads everything the rules need about one cluster: its describe tree, the Machine and
-// Cluster fields the tree does not keep, the management side (mgmt, read once per run by the
-// caller; nil skips those rules) and, when asked, the workload cluster.
+// Fetch reads everything the rules need about one cluster: describe's snapshot of it (the same
+// requests as describe: one LIST per kind, whatever the number of machines), the management side
+// (mgmt, read once per run by the caller; nil skips those rules) and, when asked, the workload
+// cluster.
 func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts Options) (*Input, error) {
-	tree, err := describe.Discover(ctx, c, describe.Options{Namespace: opts.Namespace, Name: opts.Name, Grouping: false, Echo: true})
+	snap, err := describe.Fetch(ctx, c, describe.Options{Namespace: opts.Namespace, Name: opts.Name})
 	if err != nil {
 		return nil, err
 	}
-	in := &Input{Now: opts.now(), StuckAfter: opts.StuckAfter, Tree: tree, Management: mgmt, Machines: map[string]MachineFacts{}, KindCRDs: map[string]string{}}
-
-	// The Cluster and its Machines once more, for the fields the tree leaves out: one GET and one
-	// LIST, whatever the number of machines.
-	gv := schema.GroupVersion{Group: "cluster.x-k8s.io", Version: tree.ServedVersion}
-	cl := &unstructured.Unstructured{}
-	cl.SetGroupVersionKind(gv.WithKind("Cluster"))
-	if err := c.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, cl); err != nil {
-		return nil, fmt.Errorf("reading cluster %s/%s: %w", opts.Namespace, opts.Name, err)
+	in, err := NewInput(snap, kindCRDs(c, snap))
+	if err != nil {
+		return nil, err
 	}
-	in.Cluster = ClusterFactsFrom(cl)
-	ms := &unstructured.UnstructuredList{}
-	ms.SetGroupVersionKind(gv.WithKind("MachineList"))
-	if err := c.List(ctx, ms, client.InNamespace(opts.Namespace), client.MatchingLabels{"cluster.x-k8s.io/cluster-name": opts.Name}); err != nil {
-		return nil, fmt.Errorf("listing the machines of cluster %s/%s: %w", opts.Namespace, opts.Name, err)
-	}
-	for i := range ms.Items {
-		f := MachineFactsFrom(&ms.Items[i])
-		in.Machines[f.Name] = f
-	}
-
-	// Kind → CRD name, from the REST mapper describe already filled (no request).
-	walk(tree.Root, nil, func(n, _ *describe.Node) {
-		kg := kindGroup(n)
-		if _, done := in.KindCRDs[kg]; done || n.APIVersion == "" {
-			return
-		}
-		gk := schema.ParseGroupKind(kg)
-		if gk.Group == "" {
-			return
-		}
-		if m, err := c.RESTMapper().RESTMapping(gk); err == nil {
-			in.KindCRDs[kg] = m.Resource.Resource + "." + gk.Group
-		}
-	})
-
+	in.Now, in.StuckAfter, in.Management = opts.now(), opts.StuckAfter, mgmt
 	if opts.Workload {
 		in.Workload = FetchWorkload(ctx, c, opts.Namespace, opts.Name, opts.WorkloadTimeout)
 	}
 	return in, nil
+}
+
+// NewInput builds the rules' input from describe's snapshot, without any request: the tree
+// (ungrouped, every machine's objects shown) and the Cluster and Machine fields the tree leaves out.
+func NewInput(snap *describe.Snapshot, kindCRDs map[string]string) (*Input, error) {
+	tree, err := describe.Build(snap, describe.Options{Namespace: snap.Cluster.GetNamespace(), Name: snap.Cluster.GetName(), Grouping: false, Echo: true})
+	if err != nil {
+		return nil, err
+	}
+	in := &Input{Tree: tree, Cluster: ClusterFactsFrom(snap.Cluster), Machines: map[string]MachineFacts{}, KindCRDs: kindCRDs}
+	for i := range snap.Machines {
+		f := MachineFactsFrom(&snap.Machines[i])
+		in.Machines[f.Name] = f
+	}
+	return in, nil
+}
+
+// kindCRDs maps the snapshot's "Kind.group"s to their CRD names, from the REST mapper describe
+// already filled (no request).
+func kindCRDs(c client.Client, snap *describe.Snapshot) map[string]string {
+	out := map[string]string{}
+	add := func(u *unstructured.Unstructured) {
+		if u == nil {
+			return
+		}
+		gk := u.GroupVersionKind().GroupKind()
+		key := gk.Kind + "." + gk.Group
+		if _, done := out[key]; done || gk.Group == "" {
+			return
+		}
+		if m, err := c.RESTMapper().RESTMapping(gk); err == nil {
+			out[key] = m.Resource.Resource + "." + gk.Group
+		}
+	}
+	add(snap.Cluster)
+	for _, l := range [][]unstructured.Unstructured{snap.Machines, snap.MachineDeployments, snap.MachineSets, snap.MachinePools, snap.MachineHealthChecks} {
+		for i := range l {
+			add(&l[i])
+		}
+	}
+	for _, r := range snap.Referenced {
+		if r.Object != nil {
+			add(r.Object)
+		} else if r.Group != "" {
+			// A missing object: its kind may still be served.
+			if m, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: r.Group, Kind: r.Kind}); err == nil {
+				out[r.Kind+"."+r.Group] = m.Resource.Resource + "." + r.Group
+			}
+		}
+	}
+	return out
 }
