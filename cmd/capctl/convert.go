@@ -42,7 +42,8 @@ place in v1beta2 is reported by object and path, never dropped silently. Other p
 are kept as they are, with a warning; documents that are not Cluster API objects are copied byte
 for byte. Key order and comments are kept where a field keeps its path.
 
-A single FILE (or standard input, "-" or no argument) is printed converted (or written to -o FILE).
+A single FILE (or standard input, "-" or no argument) is printed converted (or written to -o FILE);
+a v1 List (kubectl get -o yaml) has its items converted.
 A directory is converted with --in-place (every *.yaml and *.yml below it, hidden folders skipped)
 or shown with --dry-run: a table of file, object, from → to and warnings. An object that cannot
 be converted (not valid for its version, unrendered ${VARIABLES}) fails the run and nothing is

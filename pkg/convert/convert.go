@@ -275,9 +275,9 @@ func ConvertText(name string, data []byte) *FileReport {
 			// The separator line SplitDocuments dropped is the line just before the document.
 			out.Write(lines[d.Line-2])
 		}
-		text, rep := convertDocument(d.Text, d.Line)
-		if rep != nil {
-			fr.Objects = append(fr.Objects, *rep)
+		text, reps := convertDocument(d.Text, d.Line)
+		for _, rep := range reps {
+			fr.Objects = append(fr.Objects, rep)
 			if rep.Action == Converted {
 				fr.Changed = true
 			}
@@ -291,12 +291,12 @@ func ConvertText(name string, data []byte) *FileReport {
 	return fr
 }
 
-// convertDocument converts one document; it returns the text to write and the object's report
-// (nil for a document with no object).
-func convertDocument(text []byte, line int) ([]byte, *ObjectReport) {
+// convertDocument converts one document (one object, or a v1 List of objects as kubectl get -o
+// yaml writes); it returns the text to write and a report per object.
+func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
 	raw, err := sigsyaml.YAMLToJSON(text)
 	if err != nil {
-		return text, &ObjectReport{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}
+		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}}
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		// Only comments or blank lines.
@@ -305,10 +305,52 @@ func convertDocument(text []byte, line int) ([]byte, *ObjectReport) {
 	obj, err := decodeJSON(raw)
 	if err != nil {
 		// Not a mapping (a list or a scalar): nothing to convert.
-		return text, &ObjectReport{Line: line, Kind: "?", Action: NotCAPI}
+		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI}}
 	}
+	var reps []ObjectReport
+	changed := false
+	if items, ok := obj["items"].([]any); ok && obj["apiVersion"] == "v1" && strings.HasSuffix(fmt.Sprint(obj["kind"]), "List") {
+		for i, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			out, rep := convertItem(m, line, text)
+			if rep.Action == Converted {
+				items[i], changed = out, true
+			}
+			reps = append(reps, rep)
+		}
+	} else {
+		out, rep := convertItem(obj, line, text)
+		obj, changed = out, rep.Action == Converted
+		reps = append(reps, rep)
+	}
+	if !changed {
+		return text, reps
+	}
+	var node yaml.Node
+	var input *yaml.Node
+	if err := yaml.Unmarshal(text, &node); err == nil {
+		input = &node
+	}
+	b, err := render(obj, input, compactSequences(text))
+	if err != nil {
+		for i := range reps {
+			if reps[i].Action == Converted {
+				reps[i].Action, reps[i].To, reps[i].Error = PassedThrough, reps[i].From, "writing the converted object: "+err.Error()
+			}
+		}
+		return text, reps
+	}
+	return b, reps
+}
+
+// convertItem converts one object when capctl can; it returns the object to write (the input when
+// not converted) and its report.
+func convertItem(obj map[string]any, line int, text []byte) (map[string]any, ObjectReport) {
 	gvk := gvkOf(obj)
-	rep := &ObjectReport{Line: line, Kind: gvk.Kind, From: gvk.Version, To: gvk.Version}
+	rep := ObjectReport{Line: line, Kind: gvk.Kind, From: gvk.Version, To: gvk.Version}
 	if md, ok := nestedMap(obj, path("metadata")); ok {
 		rep.Name, _ = md["name"].(string)
 		rep.Namespace, _ = md["namespace"].(string)
@@ -316,34 +358,23 @@ func convertDocument(text []byte, line int) ([]byte, *ObjectReport) {
 	switch {
 	case !capiGroup(gvk.Group):
 		rep.Action = NotCAPI
-		return text, rep
+		return obj, rep
 	case gvk.Version == TargetVersion:
 		rep.Action = Unchanged
-		return text, rep
+		return obj, rep
 	case !convertible(gvk):
 		rep.Action = PassedThrough
 		rep.Warnings = []string{passThroughReason(gvk.Group, gvk.Version, gvk.Kind)}
-		return text, rep
+		return obj, rep
 	}
 	res, err := convertObject(obj)
 	if err != nil {
 		rep.Action = PassedThrough
 		rep.Error = err.Error() + hintVariables(text)
-		return text, rep
-	}
-	var node yaml.Node
-	var input *yaml.Node
-	if err := yaml.Unmarshal(text, &node); err == nil {
-		input = &node
-	}
-	b, err := render(res.Out, input, compactSequences(text))
-	if err != nil {
-		rep.Action = PassedThrough
-		rep.Error = "writing the converted object: " + err.Error()
-		return text, rep
+		return obj, rep
 	}
 	rep.Action, rep.To, rep.Warnings = Converted, TargetVersion, res.Warnings
-	return b, rep
+	return res.Out, rep
 }
 
 func passThroughReason(group, version, kind string) string {

@@ -326,3 +326,62 @@ func TestOtherKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestListDocument: kubectl get -o yaml writes one v1 List; its Cluster API items are converted
+// and its other items kept.
+func TestListDocument(t *testing.T) {
+	in := []byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: cluster.x-k8s.io/v1beta1
+  kind: Cluster
+  metadata:
+    name: prod-1
+    namespace: team-a
+    resourceVersion: "4711"
+  spec:
+    infrastructureRef:
+      apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+      kind: DockerCluster
+      name: prod-1
+  status:
+    phase: Provisioned
+    infrastructureReady: true
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: notes
+    namespace: team-a
+metadata:
+  resourceVersion: ""
+`)
+	fr := ConvertText("list.yaml", in)
+	if len(fr.Objects) != 2 || fr.Objects[0].Action != Converted || fr.Objects[1].Action != NotCAPI || !fr.Changed {
+		t.Fatalf("objects %+v", fr.Objects)
+	}
+	raw, err := sigsyaml.YAMLToJSON(fr.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := decodeJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := m["items"].([]any)
+	cl := items[0].(map[string]any)
+	if cl["apiVersion"] != "cluster.x-k8s.io/v1beta2" {
+		t.Errorf("item 0: %v", cl["apiVersion"])
+	}
+	if ref, _ := nestedMap(cl, path("spec.infrastructureRef")); ref["apiGroup"] != "infrastructure.cluster.x-k8s.io" {
+		t.Errorf("ref %v", ref)
+	}
+	if v, _ := nested(cl, path("status.initialization.infrastructureProvisioned")); v != true {
+		t.Errorf("status %v", cl["status"])
+	}
+	if v, _ := nested(cl, path("metadata.resourceVersion")); v != "4711" {
+		t.Errorf("resourceVersion %v", v)
+	}
+	if cm := items[1].(map[string]any); cm["kind"] != "ConfigMap" || cm["apiVersion"] != "v1" {
+		t.Errorf("item 1: %v", cm)
+	}
+}
