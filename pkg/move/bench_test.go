@@ -1,6 +1,7 @@
 package move
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capctl/capctl/internal/testenv"
 )
@@ -39,7 +41,7 @@ func BenchmarkMoveFleet(b *testing.B) {
 			src, dst := testenv.StartPair(b, testenv.Options{CRDPaths: crdPaths(b)})
 			prepareManagementCluster(b, src)
 			prepareManagementCluster(b, dst)
-			var objects, requests, rss int64
+			var objects, requests, served, rss int64
 			var seconds float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -47,8 +49,11 @@ func BenchmarkMoveFleet(b *testing.B) {
 				ns := fmt.Sprintf("fleet-%d", i)
 				src.CreateNamespaces(b, ns)
 				fillFleet(b, src, ns, n)
+				before := serverRequests(b, src) + serverRequests(b, dst)
 				b.StartTimer()
 				rep, maxRSS := benchChild(b, src, dst, ns)
+				b.StopTimer()
+				served += serverRequests(b, src) + serverRequests(b, dst) - before - 2
 				objects += int64(rep.Objects)
 				requests += rep.SourceRequests + rep.TargetRequests
 				seconds += rep.Seconds
@@ -58,6 +63,8 @@ func BenchmarkMoveFleet(b *testing.B) {
 			b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
 			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 			b.ReportMetric(float64(requests)/float64(objects), "requests/object")
+			// The same count as the API servers see it, as for clusterctl below.
+			b.ReportMetric(float64(served)/float64(objects), "served/object")
 			b.ReportMetric(seconds/float64(b.N), "s/op")
 			b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
 		})
@@ -104,4 +111,84 @@ func fillFleet(b *testing.B, env *testenv.Env, ns string, n int) {
 	if b.Failed() {
 		b.FailNow()
 	}
+}
+
+// BenchmarkClusterctlMoveFleet moves the same fleet with the reference clusterctl
+// ($CAPCTL_CLUSTERCTL), for a side-by-side comparison with BenchmarkMoveFleet. Requests are
+// counted by both API servers (apiserver_request_total), so both tools are counted alike; peak
+// RSS is clusterctl's. MOVE_BENCH_CLUSTERS picks the sizes (default 10).
+func BenchmarkClusterctlMoveFleet(b *testing.B) {
+	bin := os.Getenv("CAPCTL_CLUSTERCTL")
+	if bin == "" {
+		b.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary (make test builds it)")
+	}
+	sizes := []int{10}
+	if v := os.Getenv("MOVE_BENCH_CLUSTERS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("MOVE_BENCH_CLUSTERS=%q: %v", v, err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			src, dst := testenv.StartPair(b, testenv.Options{CRDPaths: crdPaths(b)})
+			prepareManagementCluster(b, src)
+			prepareManagementCluster(b, dst)
+			var requests, rss int64
+			var seconds float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				ns := fmt.Sprintf("fleet-%d", i)
+				src.CreateNamespaces(b, ns)
+				fillFleet(b, src, ns, n)
+				before := serverRequests(b, src) + serverRequests(b, dst)
+				b.StartTimer()
+				start := time.Now()
+				cmd := exec.Command(bin, "move", "--kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig, "-n", ns)
+				out, err := cmd.CombinedOutput()
+				seconds += time.Since(start).Seconds()
+				b.StopTimer()
+				if err != nil {
+					b.Fatalf("clusterctl move: %v\n%s", err, out)
+				}
+				// The metrics reads themselves are two requests per server.
+				requests += serverRequests(b, src) + serverRequests(b, dst) - before - 2
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					rss = max(rss, ru.Maxrss)
+				}
+			}
+			objects := int64(28 * n * b.N)
+			b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
+			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(requests)/float64(objects), "served/object")
+			b.ReportMetric(seconds/float64(b.N), "s/op")
+			b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+		})
+	}
+}
+
+// serverRequests is the API server's own count of the requests it served (apiserver_request_total).
+func serverRequests(b *testing.B, env *testenv.Env) int64 {
+	b.Helper()
+	raw, err := env.Client.Discovery.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	var total float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return int64(total)
 }
