@@ -307,6 +307,13 @@ func TestMoveRefusals(t *testing.T) {
 	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: "empty"}}); !errors.Is(err, ErrNothingToMove) {
 		t.Errorf("empty namespace: %v", err)
 	}
+	// -v 5 logs every API request (through Run, which connects the clusters).
+	var vlog strings.Builder
+	_, err = Run(ctx, Request{Source: cluster.Options{Kubeconfig: src.Kubeconfig}, DryRun: true,
+		Options: Options{Scope: Scope{Namespace: "empty"}, Log: logging.New(&vlog, 5)}})
+	if !errors.Is(err, ErrNothingToMove) || !strings.Contains(vlog.String(), `API request cluster="source" method="GET"`) {
+		t.Errorf("-v 5 dry run: %v\n%s", err, vlog.String())
+	}
 	// A backup of an empty namespace fails and leaves no folder behind.
 	emptyDir := filepath.Join(t.TempDir(), "bk")
 	if _, err := ToDirectory(ctx, src.Client, emptyDir, Options{Scope: Scope{Namespace: "empty"}}); !errors.Is(err, ErrNothingToMove) {
