@@ -117,18 +117,18 @@ func runRepositoryCacheClean(ctx context.Context, o *RepositoryCacheCleanOptions
 			_, err := fmt.Fprintln(w, res.Note)
 			return err
 		}
-		what := "the cache"
+		of := ""
 		if o.Provider != nil {
-			what = o.Provider.Label
+			of = " of " + o.Provider.Label
 			if version != "" {
-				what += " " + version
+				of += " " + version
 			}
 		}
 		if len(res.Removed) == 0 {
-			_, err := fmt.Fprintf(w, "Nothing cached for %s in %s\n", what, res.Dir)
+			_, err := fmt.Fprintf(w, "Nothing cached%s in %s\n", of, res.Dir)
 			return err
 		}
-		fmt.Fprintf(w, "Removed %d cached files (%s) of %s from %s\n", res.Files, humanBytes(res.Bytes), what, res.Dir)
+		fmt.Fprintf(w, "Removed %d cached files (%s)%s from %s\n", res.Files, humanBytes(res.Bytes), of, res.Dir)
 		if len(res.SharedWith) > 0 {
 			fmt.Fprintf(w, "Also removed for the providers of the same repository: %s\n", strings.Join(res.SharedWith, ", "))
 		}

@@ -42,7 +42,7 @@ func (c *Client) CleanCache(p *Provider, version string) (*CacheCleanResult, err
 	if c.cache == nil {
 		return nil, errors.New("the disk cache is disabled for this run")
 	}
-	res := &CacheCleanResult{Dir: c.cache.dir}
+	res := &CacheCleanResult{Dir: c.cache.dir, Removed: []string{}}
 	if p == nil {
 		entries, err := os.ReadDir(c.cache.dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
