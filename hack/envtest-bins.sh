@@ -4,14 +4,23 @@
 # from our build machines, so we compile them instead. Idempotent: a complete folder is left alone.
 #
 # Usage: hack/envtest-bins.sh [DIR]     (default: $CAPCTL_ENVTEST_DIR or ~/.cache/capctl/envtest/<k8s>)
+#
+# K8S_CMDS names the k8s.io/kubernetes/cmd/* commands to build (default: kube-apiserver kubectl);
+# hack/live-bins.sh sets it to kube-controller-manager so the live management clusters get one
+# from the same Kubernetes module, built the same way.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 STAGING_VERSION="v0${K8S_VERSION#v1}" # v1.37.2 -> v0.37.2
 DIR="${1:-${CAPCTL_ENVTEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/capctl/envtest/${K8S_VERSION}}}"
+K8S_CMDS="${K8S_CMDS:-kube-apiserver kubectl}"
 
-if [[ -x "$DIR/kube-apiserver" && -x "$DIR/etcd" && -x "$DIR/kubectl" ]]; then
+missing_cmds() {
+  local c
+  for c in $K8S_CMDS; do [[ -x "$DIR/$c" ]] || echo "$c"; done
+}
+if [[ -x "$DIR/etcd" && -z "$(missing_cmds)" ]]; then
   echo "$DIR"
   exit 0
 fi
@@ -35,9 +44,10 @@ if [[ ! -x "$DIR/etcd" ]]; then
   mv "$DIR/etcd.tmp" "$DIR/etcd"
 fi
 
-# --- kube-apiserver and kubectl -----------------------------------------------------------------
-if [[ ! -x "$DIR/kube-apiserver" || ! -x "$DIR/kubectl" ]]; then
-  log "building kube-apiserver and kubectl ${K8S_VERSION} (several minutes on a cold cache)"
+# --- kube-apiserver, kubectl (or the commands in K8S_CMDS) --------------------------------------
+todo="$(missing_cmds | tr '\n' ' ')"
+if [[ -n "${todo// /}" ]]; then
+  log "building ${todo}${K8S_VERSION} (several minutes on a cold cache)"
   mkdir -p "$work/k8s"
   kgomod="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')"
   [[ -f "$kgomod" ]] || { log "could not download k8s.io/kubernetes@${K8S_VERSION}"; exit 1; }
@@ -57,16 +67,11 @@ if [[ ! -x "$DIR/kube-apiserver" || ! -x "$DIR/kubectl" ]]; then
       echo "replace $m => $m ${STAGING_VERSION}"
     done
   } >"$work/k8s/go.mod"
-  cat >"$work/k8s/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for c in $todo; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+    printf ')\n'
+  } >"$work/k8s/tools.go"
   minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   ld=""
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -76,10 +81,10 @@ GO
   (
     cd "$work/k8s"
     go mod tidy -e >/dev/null 2>&1 || go mod tidy
-    go build -trimpath -ldflags "$ld" -o "$DIR/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-    go build -trimpath -ldflags "$ld" -o "$DIR/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
+    for c in $todo; do
+      go build -trimpath -ldflags "$ld" -o "$DIR/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+    done
   )
-  mv "$DIR/kube-apiserver.tmp" "$DIR/kube-apiserver"
-  mv "$DIR/kubectl.tmp" "$DIR/kubectl"
+  for c in $todo; do mv "$DIR/$c.tmp" "$DIR/$c"; done
 fi
 echo "$DIR"
