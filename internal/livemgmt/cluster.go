@@ -1,0 +1,276 @@
+package livemgmt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capctl/capctl/internal/testenv"
+)
+
+// Options configure a Host.
+type Options struct {
+	// Dir holds every cluster's logs, kubeconfig and the managers' files (default: a new
+	// temporary folder).
+	Dir string
+	// Logf receives progress lines (default: discard).
+	Logf func(format string, args ...any)
+}
+
+// Host is what one program (a test binary, the demo) runs on this machine: its management
+// clusters, and the one CAPD process they share (CAPD binds fixed ports, so a host runs one).
+type Host struct {
+	Dir string
+
+	ip    string // non-loopback IPv4 the webhook EndpointSlices point at
+	certs certs
+	logf  func(string, ...any)
+
+	mu       sync.Mutex
+	clusters []*Cluster
+	capd     capdSlot
+	stopped  bool
+}
+
+// NewHost prepares a host; StartCluster adds management clusters to it, Stop ends everything.
+func NewHost(opts Options) (*Host, error) {
+	if missing := Missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("live management cluster binaries missing: %v: run `make live-bins`", missing)
+	}
+	ip, err := hostIP()
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "capctl-livemgmt-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Host{Dir: dir, ip: ip, logf: logf}, nil
+}
+
+// hostIP is the first non-loopback IPv4 address: the API server refuses loopback addresses in
+// EndpointSlices, and the managers' webhook servers listen on every interface.
+func hostIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.To4() == nil || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		return n.IP.String(), nil
+	}
+	return "", errors.New("this host has no non-loopback IPv4 address for the webhook endpoints")
+}
+
+// Cluster is one live management cluster: etcd, kube-apiserver, kube-controller-manager, and a
+// stand-in kubelet that runs the providers' pods as host processes.
+type Cluster struct {
+	Name string
+	// Dir holds this cluster's logs and files.
+	Dir string
+	// Kubeconfig is a cluster-admin kubeconfig file (0600).
+	Kubeconfig string
+	Config     *rest.Config
+	Client     client.Client
+
+	host   *Host
+	env    *envtest.Environment
+	kcm    *process
+	cancel context.CancelFunc
+	done   chan struct{}
+	kl     *kubelet
+}
+
+// StartCluster starts a management cluster and waits until its API server and
+// kube-controller-manager are ready. Nothing of Cluster API is installed: run `capctl init`
+// against Kubeconfig, and the kubelet stand-in runs the managers init's Deployments ask for.
+func (h *Host) StartCluster(ctx context.Context, name string) (*Cluster, error) {
+	c := &Cluster{Name: name, Dir: filepath.Join(h.Dir, name), host: h, done: make(chan struct{})}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return nil, errors.New("host stopped")
+	}
+	h.clusters = append(h.clusters, c)
+	h.mu.Unlock()
+	if err := c.start(ctx); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("management cluster %s: %w (logs in %s)", name, err, c.Dir)
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	start := time.Now()
+	etcdLog, err := os.OpenFile(filepath.Join(c.Dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	apiLog, err := os.OpenFile(filepath.Join(c.Dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	var cfg *rest.Config
+	for attempt := 1; attempt <= 2; attempt++ {
+		te := &envtest.Environment{
+			BinaryAssetsDirectory:    testenv.AssetsDir(),
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  time.Minute,
+		}
+		te.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+		api := te.ControlPlane.GetAPIServer()
+		api.Out, api.Err = apiLog, apiLog
+		// Webhook and conversion calls to a Service go to one of its EndpointSlices' endpoints,
+		// as an API server without a cluster network (no kube-proxy for ClusterIPs) needs.
+		api.Configure().Append("enable-aggregator-routing", "true")
+		api.Configure().Append("allow-privileged", "true")
+		if cfg, err = te.Start(); err == nil {
+			c.env = te
+			break
+		}
+		_ = te.Stop()
+	}
+	if err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	user, err := c.env.AddUser(envtest.User{Name: "livemgmt-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding an admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	c.Config = user.Config()
+	c.Config.QPS, c.Config.Burst = 50, 100
+	if c.Client, err = client.New(c.Config, client.Options{}); err != nil {
+		return err
+	}
+	_ = cfg
+	if err := c.startKCM(ctx); err != nil {
+		return err
+	}
+	kctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.kl = newKubelet(c)
+	go func() {
+		defer close(c.done)
+		c.kl.run(kctx)
+	}()
+	c.host.logf("management cluster %s ready in %s (kubeconfig %s)", c.Name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+	return nil
+}
+
+// startKCM runs kube-controller-manager: garbage collection, the namespace controller, and the
+// Deployment/ReplicaSet controllers that turn the providers' Deployments into pods.
+func (c *Cluster) startKCM(ctx context.Context) error {
+	bin := filepath.Join(testenv.AssetsDir(), "kube-controller-manager")
+	certDir := filepath.Join(c.Dir, "kcm-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	apiCertDir := c.env.ControlPlane.APIServer.CertDir
+	for attempt := 1; ; attempt++ {
+		port, err := hostPorts.get()
+		if err != nil {
+			return err
+		}
+		args := []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--authentication-kubeconfig=" + c.Kubeconfig,
+			"--authorization-kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--cert-dir=" + certDir,
+			"--controllers=*",
+			"--use-service-account-credentials=false",
+		}
+		// The service-account token controller and the kube-root-ca.crt publisher, when envtest
+		// left the files they need.
+		if key := filepath.Join(apiCertDir, "sa-signer.key"); isFile(key) {
+			args = append(args, "--service-account-private-key-file="+key)
+		}
+		if ca := filepath.Join(apiCertDir, "apiserver.crt"); isFile(ca) {
+			args = append(args, "--root-ca-file="+ca)
+		}
+		p, err := startProcess("kube-controller-manager", bin, args, os.Environ(), filepath.Join(c.Dir, "kube-controller-manager.log"))
+		if err != nil {
+			return err
+		}
+		err = p.waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), 2*time.Minute)
+		if err == nil {
+			c.kcm = p
+			return nil
+		}
+		p.stop(5 * time.Second)
+		if p.portInUse() && attempt < 3 {
+			continue
+		}
+		return fmt.Errorf("kube-controller-manager: %w", err)
+	}
+}
+
+// stop ends the kubelet stand-in (and with it the managers it runs), kube-controller-manager,
+// kube-apiserver and etcd, in that order.
+func (c *Cluster) stop() {
+	if c.cancel != nil {
+		c.cancel()
+		<-c.done
+		c.cancel = nil
+	}
+	if c.kcm != nil {
+		c.kcm.stop(10 * time.Second)
+		c.kcm = nil
+	}
+	if c.env != nil {
+		_ = c.env.Stop()
+		c.env = nil
+	}
+}
+
+// Stop stops every cluster and process the host started. Safe to call more than once.
+func (h *Host) Stop() {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	h.stopped = true
+	clusters := append([]*Cluster(nil), h.clusters...)
+	h.mu.Unlock()
+	h.stopCAPD()
+	var wg sync.WaitGroup
+	for _, c := range clusters {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.stop() }()
+	}
+	wg.Wait()
+}
