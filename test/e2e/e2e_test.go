@@ -1,0 +1,188 @@
+// Package e2e runs capctl against live management clusters (internal/livemgmt): the real Cluster
+// API controllers reconcile what capctl does, and every status the tests read is theirs.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testenv"
+)
+
+var capctlBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "capctl-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	capctlBin = filepath.Join(dir, "capctl")
+	build := exec.Command("go", "build", "-o", capctlBin, "./cmd/capctl")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building capctl: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// e2e is one test's view: the host, its management clusters, capctl's configuration.
+type e2e struct {
+	t        *testing.T
+	host     *livemgmt.Host
+	clusters []*livemgmt.Cluster
+	config   string
+	home     string
+}
+
+func start(t *testing.T, n int, versions ...string) *e2e {
+	t.Helper()
+	fixtures := testenv.FixturesDir(t)
+	host, clusters := livemgmt.Start(t, n, versions...)
+	home := t.TempDir()
+	cfg, err := livemgmt.WriteConfig(filepath.Join(home, "config"), fixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &e2e{t: t, host: host, clusters: clusters, config: cfg, home: home}
+}
+
+// capctl runs the binary against management cluster c (nil: no --kubeconfig).
+func (e *e2e) capctl(c *livemgmt.Cluster, args ...string) (string, error) {
+	e.t.Helper()
+	args = append(args, "--config", e.config)
+	if c != nil {
+		args = append(args, "--kubeconfig", c.Kubeconfig)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, capctlBin, args...)
+	// ClusterClass clusters (the in-memory flavor) need the topology feature gate, as
+	// clusterctl's quick start sets it.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",
+		"XDG_CONFIG_HOME="+filepath.Join(e.home, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(e.home, "xdg-cache"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	e.t.Logf("$ capctl %s (%s)\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), out.String())
+	return out.String(), err
+}
+
+func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
+	e.t.Helper()
+	out, err := e.capctl(c, args...)
+	if err != nil {
+		e.t.Fatalf("capctl %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// initAt installs the four providers at one version with init's default wait: it passes only
+// when the managers really run and their webhooks answer. Safe in parallel goroutines: it
+// reports with Errorf, callers check Failed.
+func (e *e2e) initAt(c *livemgmt.Cluster, version string) {
+	e.t.Helper()
+	if _, err := e.capctl(c, "init", "--core", "cluster-api:"+version, "--bootstrap", "kubeadm:"+version,
+		"--control-plane", "kubeadm:"+version, "--infrastructure", "docker:"+version); err != nil {
+		e.t.Errorf("capctl init on %s: %v", c.Name, err)
+	}
+}
+
+// createCluster generates an in-memory ClusterClass cluster with capctl and creates it.
+func (e *e2e) createCluster(c *livemgmt.Cluster, ns, name, k8s string, workers int) {
+	e.t.Helper()
+	path := filepath.Join(e.home, name+".yaml")
+	e.mustCapctl(c, "generate", "cluster", name, "--flavor", "in-memory", "--kubernetes-version", k8s,
+		"--control-plane-machine-count", "1", "--worker-machine-count", fmt.Sprint(workers), "--target-namespace", ns,
+		"--write-to", path)
+	ctx := context.Background()
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+	testenv.CreateFromFile(e.t, c.Client, path)
+}
+
+var (
+	clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+	machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
+)
+
+func getCluster(ctx context.Context, c *livemgmt.Cluster, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterGVK)
+	return u, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+// condition returns a v1beta2 condition's status and message.
+func condition(u *unstructured.Unstructured, typ string) (string, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", ""
+}
+
+// waitAvailable waits until the controllers report the Cluster Available=True; when they do
+// not in time it fails the test with the describe tree and the managers' last log lines.
+func (e *e2e) waitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.Duration) {
+	e.t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	var last string
+	for time.Since(start) < timeout {
+		u, err := getCluster(ctx, c, ns, name)
+		if err == nil {
+			st, msg := condition(u, "Available")
+			if st == "True" {
+				e.t.Logf("Cluster %s/%s Available on %s after %s", ns, name, c.Name, time.Since(start).Round(time.Second))
+				return
+			}
+			last = fmt.Sprintf("Available=%s %s", st, msg)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(2 * time.Second)
+	}
+	e.t.Fatalf("Cluster %s/%s not Available on %s after %s (%s)\n%s", ns, name, c.Name, timeout, last,
+		e.host.Diagnose(ctx, c, capctlBin, ns, name))
+}
+
+func listMachines(ctx context.Context, c *livemgmt.Cluster, ns string) ([]unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	err := c.Client.List(ctx, l, client.InNamespace(ns))
+	return l.Items, err
+}
+
+// parallel runs fns at once and waits for all.
+func parallel(fns ...func()) {
+	var wg sync.WaitGroup
+	for _, f := range fns {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
+}
