@@ -21,12 +21,19 @@ CLUSTERCTL_VERSION ?= v1.14.2
 CLUSTERCTL_BIN     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/clusterctl/$(CLUSTERCTL_VERSION)/clusterctl
 export CAPCTL_CLUSTERCTL ?= $(CLUSTERCTL_BIN)
 
+# The Cluster API managers (core, kubeadm bootstrap and control plane, CAPD) that the end-to-end
+# tests and the demo run as host processes, and kube-controller-manager next to kube-apiserver
+# (hack/live-bins.sh). CAPI_SETS: which manager versions (the upgrade test needs both).
+CAPCTL_CAPI_BINS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/capi
+CAPI_SETS        ?= v1.14.2 v1.13.5:v1.13.7
+export CAPCTL_CAPI_BINS
+
 # -count=1: integration tests depend on API servers and binaries outside Go's test cache, so a
 # cached pass would prove nothing.
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 BENCH         ?= .
 
-.PHONY: help build install test unit envtest-bins bench demo examples fmt vet fuzz release-snapshot clean
+.PHONY: help build install test unit envtest-bins live-bins bench demo examples fmt vet fuzz release-snapshot clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -43,7 +50,10 @@ envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy
 clusterctl-bin: ## Build the reference clusterctl for the compatibility tests (idempotent)
 	@CLUSTERCTL_VERSION=$(CLUSTERCTL_VERSION) hack/clusterctl-bin.sh "$(CLUSTERCTL_BIN)"
 
-test: envtest-bins clusterctl-bin ## Run unit and integration tests (real kube-apiserver + etcd, and clusterctl for compatibility)
+live-bins: envtest-bins ## Build the Cluster API managers and kube-controller-manager for the live management clusters (idempotent)
+	@CAPI_SETS="$(CAPI_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
+
+test: envtest-bins clusterctl-bin live-bins ## Run unit and integration tests (real kube-apiserver + etcd, and clusterctl for compatibility)
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 
@@ -53,7 +63,7 @@ unit: ## Run the tests that need no API server
 bench: envtest-bins ## Run the benchmarks (real API servers) and print their figures
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...
 
-demo: envtest-bins build ## Run the end-to-end demo on throwaway API servers
+demo: live-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi
 
 examples: ## Regenerate the demo's provider repository (examples/repository) with controller-gen
