@@ -96,7 +96,12 @@ func describeShape(out string) string {
 		}
 		prefix := treeRe.FindString(l)
 		fields := spaceRe.Split(strings.TrimSpace(l[len(prefix):]), -1)
-		shape := strings.ReplaceAll(prefix, " ", "") + suffixRe.ReplaceAllString(fields[0], "-xxxxx")
+		name := suffixRe.ReplaceAllString(fields[0], "-xxxxx")
+		if strings.HasPrefix(name, "MachineHealthCheck ") {
+			// One per machine set, listed in the order of their random names.
+			name = "MachineHealthCheck"
+		}
+		shape := strings.ReplaceAll(prefix, " ", "") + name
 		// A condition row: one word, then its status.
 		if !strings.Contains(fields[0], " ") && len(fields) > 1 && (fields[1] == "True" || fields[1] == "False" || fields[1] == "Unknown") {
 			shape += " " + fields[1]
