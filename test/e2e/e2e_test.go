@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +29,10 @@ import (
 var capctlBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run()) // every test here skips under -short: no capctl build needed
+	}
 	dir, err := os.MkdirTemp("", "capctl-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
