@@ -150,7 +150,7 @@ func Deployment(ctx context.Context, tb testing.TB, c client.Client, ns, name st
 	}
 	d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: avail, AvailableReplicas: avail, UpdatedReplicas: 1, ObservedGeneration: d.Generation,
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: st, Reason: reason, Message: msg,
-			LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+			LastUpdateTime: metav1.NewTime(Now.Add(-10 * time.Minute)), LastTransitionTime: metav1.NewTime(Now.Add(-10 * time.Minute))}}}
 	if err := c.Status().Update(ctx, d); err != nil {
 		tb.Fatalf("writing the status of Deployment %s/%s: %v", ns, name, err)
 	}

@@ -183,6 +183,7 @@ func TestRulesOnAPIServer(t *testing.T) {
 			}
 			t.Logf("%s: %d API requests to the management cluster", tc.ns, mgmt.Client.Requests()-before)
 			checkFinding(t, rep, tc.rule, tc.object, tc.provider, tc.next, tc.evidence)
+			logText(t, rep)
 			covered[tc.rule] = true
 		})
 	}
@@ -227,6 +228,7 @@ func TestRulesOnAPIServer(t *testing.T) {
 		if !f.Root {
 			t.Errorf("a stopped infrastructure controller is not the root cause: %+v", rep.Root())
 		}
+		logText(t, rep)
 		findingIn(t, rep, diagnose.RuleMachineProvisioning) // still reported, downstream
 		covered[diagnose.RuleProviderController] = true
 	})
@@ -294,6 +296,15 @@ func TestRulesOnAPIServer(t *testing.T) {
 			t.Errorf("rule %s was not exercised on the API server", r.ID)
 		}
 	}
+}
+
+// logText shows the report as people read it (go test -v).
+func logText(t *testing.T, rep *diagnose.Report) {
+	var b strings.Builder
+	if err := diagnose.RenderText(&b, rep, diagnose.RenderOptions{Now: diagnosetest.Now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
 }
 
 func findingIn(t *testing.T, rep *diagnose.Report, rule string) *diagnose.Finding {

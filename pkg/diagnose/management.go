@@ -76,7 +76,13 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 			if d.Namespace != it.Namespace || d.Labels[inventory.ProviderLabel] != label {
 				continue
 			}
-			p.Deployments = append(p.Deployments, DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)})
+			ds := DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)}
+			for _, cd := range d.Status.Conditions {
+				if cd.Type == appsv1.DeploymentAvailable {
+					ds.Since = cd.LastTransitionTime.Time
+				}
+			}
+			p.Deployments = append(p.Deployments, ds)
 			objs = append(objs, install.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}.Object())
 		}
 		for i := range hooks {

@@ -261,6 +261,9 @@ func matchProviderController(in *Input) []Match {
 				if !d.Available {
 					names = append(names, d.Name)
 					m.Evidence = append(m.Evidence, d.Reason)
+					if !d.Since.IsZero() && (m.Since.IsZero() || d.Since.Before(m.Since)) {
+						m.Since = d.Since
+					}
 				}
 			}
 			m.Summary = fmt.Sprintf("the controller of %s is not available (Deployment %s)", p.ManifestLabel, strings.Join(names, ", "))
