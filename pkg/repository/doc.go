@@ -24,6 +24,12 @@
 // config.CacheDir()/repositories, "-" disables it), VersionsTTL (how long a listed version set is
 // trusted for "latest", default 10m), Offline (no network at all), RetryAttempts/RetryBackoff.
 //
+// Credentials (GITHUB_TOKEN for the API, GITLAB_ACCESS_TOKEN) go only over HTTPS and only to the
+// host they are for: WithCredential adds them per request, redirect hops included, and warns once
+// per host why a request goes without (CredentialRefusal is the rule; pkg/templates uses it too).
+// CleanCache removes cached files of one version, one repository or everything (`capctl
+// repository cache clean`).
+//
 // Repository URLs (a provider's URL names its components file):
 //   - GitHub: https://github.com/OWNER/REPO/releases/{latest|TAG}/FILE. Versions come from the Go
 //     module proxy when Options.GoProxy is set ({proxy}/github.com/OWNER/REPO/@v/list, /v2/...: no
