@@ -145,6 +145,8 @@ type DeploymentStatus struct {
 	Available bool   `json:"available"`
 	// Reason says why it is not available (conditions, pods), empty when it is.
 	Reason string `json:"reason,omitempty"`
+	// ScaledToZero: spec.replicas is 0 (Available as far as the Deployment goes, but nothing runs).
+	ScaledToZero bool `json:"scaledToZero,omitempty"`
 	// Since is when its Available condition last changed.
 	Since time.Time `json:"since,omitzero"`
 	// Concurrency are the --*-concurrency container arguments (flag name → value).

@@ -2,12 +2,16 @@ package diagnose_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/diagnosetest"
 	"github.com/capctl/capctl/internal/testenv"
@@ -231,6 +235,26 @@ func TestRulesOnAPIServer(t *testing.T) {
 		logText(t, rep)
 		findingIn(t, rep, diagnose.RuleMachineProvisioning) // still reported, downstream
 		covered[diagnose.RuleProviderController] = true
+	})
+	t.Run("a controller scaled to 0 does not run", func(t *testing.T) {
+		d := &appsv1.Deployment{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: docker.Namespace, Name: docker.Deployment}, d); err != nil {
+			t.Fatal(err)
+		}
+		scale := func(n int32) {
+			b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": n}})
+			if err := mgmt.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		scale(0)
+		defer scale(1)
+		rep, err := diagnose.Cluster(ctx, mgmt.Client, opts("provisioning"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFinding(t, rep, diagnose.RuleProviderController, "Provider capd-system/infrastructure-docker", "infrastructure-docker",
+			"kubectl get pods -n capd-system", "is scaled to 0 replicas")
 	})
 	t.Run(diagnose.RuleProviderWebhook, func(t *testing.T) {
 		svc := diagnosetest.WebhookWithoutEndpoints(ctx, t, mgmt.Client, diagnosetest.ProviderOf("bootstrap-kubeadm"))

@@ -77,6 +77,9 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 				continue
 			}
 			ds := DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)}
+			if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+				ds.ScaledToZero = true
+			}
 			for _, cd := range d.Status.Conditions {
 				if cd.Type == appsv1.DeploymentAvailable {
 					ds.Since = cd.LastTransitionTime.Time
@@ -98,6 +101,12 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 				for i := range p.Deployments {
 					if p.Deployments[i].Name == ch.Object.Name {
 						p.Deployments[i].Available, p.Deployments[i].Reason = ch.Ready, ch.Reason
+						// Scaled to 0 the Deployment reports Available, but no controller runs.
+						if p.Deployments[i].ScaledToZero {
+							p.Deployments[i].Available = false
+							p.Deployments[i].Reason = fmt.Sprintf("Deployment %s/%s is scaled to 0 replicas: its controller does not run", it.Namespace, ch.Object.Name)
+							ch.Ready = false
+						}
 					}
 				}
 				if !ch.Ready {
