@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
+	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
@@ -146,7 +147,7 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) error {
 		case len(cp.Blocked) > 0:
 			fmt.Fprintf(w, "The upgrade to the %s contract is blocked: %s %s no release for it.\n", cp.Contract, cp.BlockedNames(), map[bool]string{true: "has", false: "have"}[len(cp.Blocked) == 1])
 		case !cp.Supported:
-			fmt.Fprintf(w, "The current version of capctl could not upgrade to the %s contract (only %s supported).\n", cp.Contract, upgrade.CurrentContract)
+			fmt.Fprintf(w, "The current version of capctl could not upgrade to the %s contract (only %s supported).\n", cp.Contract, capi.Current)
 		default:
 			fmt.Fprintf(w, "You can now apply the upgrade by executing the following command:\n\n%s\n", upgrade.ApplyCommand(cp.Contract))
 		}
@@ -307,8 +308,8 @@ func (o *UpgradeApplyOptions) complete() error {
 		return usageErrorf("either --contract or at least one of %s is required", flags)
 	case contract != "" && len(o.Request.Providers) > 0:
 		return usageErrorf("--contract cannot be combined with %s", flags)
-	case contract != "" && contract != upgrade.CurrentContract:
-		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", upgrade.CurrentContract, contract)
+	case contract != "" && contract != capi.Current:
+		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", capi.Current, contract)
 	}
 	return nil
 }

@@ -104,6 +104,6 @@ func CheckManagementCluster(ctx context.Context, c client.Reader, opts ...CheckO
 	if slices.Contains(o.allowed, stored) {
 		return nil
 	}
-	return fmt.Errorf("%w: this management cluster's Cluster API stores %s at %s; capctl works with %q management clusters only: upgrade it with clusterctl of its own version first",
-		ErrUnsupported, ClusterCRD, stored, Current)
+	return fmt.Errorf("%w: this management cluster stores Clusters as %s (CRD %s); capctl works with %q management clusters only: upgrade it with clusterctl of its own version first",
+		ErrUnsupported, stored, ClusterCRD, Current)
 }

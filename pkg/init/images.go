@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/certmanager"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
@@ -46,7 +47,7 @@ func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, e
 	out := &Images{ByComponent: map[string][]string{}, NoCluster: cl.Cluster == nil, CertManagerIncluded: true}
 	firstRun := true
 	if cl.Cluster != nil {
-		if err := CheckClusterContract(ctx, cl.Cluster); err != nil {
+		if err := contract.CheckManagementCluster(ctx, cl.Cluster, contract.AllowNotInstalled()); err != nil {
 			return nil, err
 		}
 		installed, err := inventory.List(ctx, cl.Cluster)

@@ -8,15 +8,13 @@ import (
 	"strings"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -25,9 +23,6 @@ import (
 
 // DefaultWaitProviderTimeout is clusterctl's --wait-provider-timeout default (300 s).
 const DefaultWaitProviderTimeout = 5 * time.Minute
-
-// ClusterCRD is the CRD whose storage version tells the management cluster's contract.
-const ClusterCRD = "clusters.cluster.x-k8s.io"
 
 // Options are init's inputs besides the clients.
 type Options struct {
@@ -193,7 +188,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
 		return nil, err
 	}
-	if err := CheckClusterContract(ctx, c); err != nil {
+	if err := contract.CheckManagementCluster(ctx, c, contract.AllowNotInstalled()); err != nil {
 		return nil, err
 	}
 	_, hasCore := inventory.Core(installed)
@@ -411,28 +406,6 @@ func certManagerConfig(cfg *config.Config) (config.CertManager, error) {
 	return cfg.CertManager()
 }
 
-// CheckClusterContract refuses a management cluster whose Cluster API stores Cluster objects in a
-// version other than v1beta2; a cluster without Cluster API is fine.
-func CheckClusterContract(ctx context.Context, c client.Client) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ClusterCRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("reading CRD %s: %w", ClusterCRD, err)
-	}
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			if v.Name != repository.CurrentContract {
-				return fmt.Errorf("this management cluster's Cluster API stores %s (the %s contract); capctl works with %q management clusters only: upgrade it with clusterctl of its own version first",
-					ClusterCRD, v.Name, repository.CurrentContract)
-			}
-			return nil
-		}
-	}
-	return nil
-}
-
 // resolve turns requests into a plan: versions, contracts, namespaces, components. Every request
 // is tried, so that all unknown providers, missing versions and unreadable components are
 // reported together.
@@ -515,20 +488,20 @@ func validate(plan []Planned, installed []inventory.Provider, cl Clients, ctx co
 	} else {
 		problems = append(problems, "invalid management cluster: there must be one core provider, found 0")
 	}
-	if coreContract != "" && coreContract != repository.CurrentContract {
-		problems = append(problems, fmt.Sprintf("%s implements the %s contract; capctl installs %s core providers only (pin a newer --core version)", coreDesc, coreContract, repository.CurrentContract))
+	if coreContract != "" && coreContract != contract.Current {
+		problems = append(problems, fmt.Sprintf("%s implements the %s contract; capctl installs %s core providers only (pin a newer --core version)", coreDesc, coreContract, contract.Current))
 	}
 	for _, p := range plan {
 		if p.Action != ActionInstall {
 			continue
 		}
-		if !repository.IsCompatibleContract(p.Contract) {
-			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which capctl cannot use (compatible: %s)", p.Label(), p.Version, p.Contract, strings.Join(repository.CompatibleContracts, ", ")))
+		if !contract.Usable(p.Contract) {
+			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which capctl cannot use (compatible: %s)", p.Label(), p.Version, p.Contract, strings.Join(contract.Compatible(contract.Current), ", ")))
 			continue
 		}
-		if coreContract != "" && p.Type != provider.CoreProviderType && !compatibleWith(coreContract, p.Contract) {
+		if coreContract != "" && p.Type != provider.CoreProviderType && !contract.IsCompatible(coreContract, p.Contract) {
 			problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, while %s is compatible with %s providers only: pick versions with the same contract",
-				p.Label(), p.Version, p.Contract, coreDesc, strings.Join(compatibleSet(coreContract), ", ")))
+				p.Label(), p.Version, p.Contract, coreDesc, strings.Join(contract.Compatible(coreContract), ", ")))
 		}
 		if p.components != nil {
 			problems = append(problems, crdNameProblems(p)...)
@@ -539,24 +512,6 @@ func validate(plan []Planned, installed []inventory.Provider, cl Clients, ctx co
 	}
 	sort.Strings(problems)
 	return fmt.Errorf("%w:\n  - %s", ErrValidation, strings.Join(problems, "\n  - "))
-}
-
-// compatibleSet is the provider contracts a core of contract c accepts: v1beta2 accepts v1beta1
-// providers too (until v1beta1's end of life); older contracts only themselves.
-func compatibleSet(c string) []string {
-	if c == repository.CurrentContract {
-		return repository.CompatibleContracts
-	}
-	return []string{c}
-}
-
-func compatibleWith(core, p string) bool {
-	for _, c := range compatibleSet(core) {
-		if c == p {
-			return true
-		}
-	}
-	return false
 }
 
 // SkipCRDNameCheckAnnotation lets a CRD skip the <plural>.<group> naming check.

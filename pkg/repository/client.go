@@ -19,6 +19,7 @@ import (
 
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -608,10 +609,10 @@ func (c *Client) latest(ctx context.Context, p Provider, opts ResolveOptions) (s
 	}
 	fv := semver.MustParse(first)
 	s, err := m.SeriesFor(first)
-	if err == nil && s.Contract == CurrentContract {
+	if err == nil && s.Contract == contract.Current {
 		return first, nil
 	}
-	cs, ok := m.LatestSeriesForContract(CurrentContract)
+	cs, ok := m.LatestSeriesForContract(contract.Current)
 	if !ok || (uint64(cs.Major) == fv.Major() && uint64(cs.Minor) == fv.Minor()) {
 		// No series implements the current contract: keep the newest release, as clusterctl does.
 		return first, nil

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/variables"
 )
 
@@ -57,8 +58,8 @@ func (c *Client) Components(ctx context.Context, p Provider, opts ComponentsOpti
 	if err != nil {
 		return nil, err
 	}
-	if !IsCompatibleContract(rel.Contract) {
-		return nil, fmt.Errorf("%s %s implements contract %s; capctl works with %v: %w", p, rel.Version, rel.Contract, CompatibleContracts, ErrContract)
+	if !contract.Usable(rel.Contract) {
+		return nil, fmt.Errorf("%s %s implements contract %s; capctl works with %v: %w", p, rel.Version, rel.Contract, contract.Compatible(contract.Current), ErrContract)
 	}
 	file := p.ComponentsFile()
 	raw, origin, err := c.getFile(ctx, p, rel.Version, file)

@@ -64,7 +64,7 @@
 // Contract, Metadata}:
 //   - "latest" (or a URL saying latest): the newest final release (pre-releases only when none
 //     exists, or with Pre) whose metadata.yaml exists (a tag without a published release is
-//     skipped); when that release's series does not implement CurrentContract (v1beta2), the
+//     skipped); when that release's series does not implement contract.Current (v1beta2), the
 //     newest series that does is used instead, as clusterctl does.
 //   - a pin (v1.14.0 or 1.14.0): used exactly. When its files are in the overrides folder, the
 //     cache or a local repository nothing is listed and no network is used; otherwise only its
@@ -72,7 +72,7 @@
 //     (errors.Is ErrNotFound) with the nearest available versions.
 //   - the version's major.minor must be a series of its own metadata.yaml, else an error.
 //
-// IsCompatibleContract tells whether a contract can be used (v1beta2, v1beta1).
+// Contract names and compatibility (v1beta2, v1beta1) live in pkg/contract.
 //
 // # Components
 //

@@ -7,9 +7,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 )
 
-// CurrentContract is the Cluster API contract capctl (like clusterctl v1.14) implements.
-const CurrentContract = "v1beta2"
-
 // MetadataFile is the name of the metadata file of every provider release.
 const MetadataFile = "metadata.yaml"
 
@@ -65,18 +62,4 @@ func (m *Metadata) LatestSeriesForContract(contract string) (ReleaseSeries, bool
 		}
 	}
 	return best, found
-}
-
-// CompatibleContracts are the provider contracts capctl accepts: v1beta2, and v1beta1 until it
-// reaches end of life (clusterctl v1.14 behaves the same).
-var CompatibleContracts = []string{"v1beta2", "v1beta1"}
-
-// IsCompatibleContract reports whether a provider implementing contract can be used.
-func IsCompatibleContract(contract string) bool {
-	for _, c := range CompatibleContracts {
-		if c == contract {
-			return true
-		}
-	}
-	return false
 }

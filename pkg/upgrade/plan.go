@@ -8,18 +8,13 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
-
-// CurrentContract is the only contract capctl (like clusterctl v1.14) can upgrade to.
-const CurrentContract = "v1beta2"
 
 // Series is one release series of a provider's metadata.yaml.
 type Series struct {
@@ -39,24 +34,6 @@ type Catalog interface {
 	// Series returns the release series of version's metadata.yaml, or an error wrapping
 	// ErrNotPublished when the version has no published release.
 	Series(ctx context.Context, p inventory.Provider, version string) ([]Series, error)
-}
-
-// CompatibleContracts returns the provider contracts usable with a Cluster API contract: v1beta2
-// also accepts v1beta1 providers (until v1beta1 reaches end of life), as clusterctl does.
-func CompatibleContracts(contract string) []string {
-	if contract == "v1beta2" {
-		return []string{"v1beta2", "v1beta1"}
-	}
-	return []string{contract}
-}
-
-func compatible(contract, providerContract string) bool {
-	for _, c := range CompatibleContracts(contract) {
-		if c == providerContract {
-			return true
-		}
-	}
-	return false
 }
 
 // ProviderPlan is the provider upgrade plan of a management cluster.
@@ -79,7 +56,7 @@ type ContractPlan struct {
 	// Blocked lists providers that have no release for this contract and whose current version
 	// does not implement it either: the contract cannot be reached until they publish one.
 	Blocked []ProviderUpgrade `json:"blocked,omitempty"`
-	// Supported is false for contracts capctl cannot upgrade to (only CurrentContract).
+	// Supported is false for contracts capctl cannot upgrade to (only contract.Current).
 	Supported bool `json:"supported"`
 }
 
@@ -213,7 +190,7 @@ func skipsTooFar(p inventory.Provider, from, to *semver.Version) bool {
 func (info *providerInfo) next(ctx context.Context, cat Catalog, contract string) (*candidate, error) {
 	for i := range info.candidates {
 		c := &info.candidates[i]
-		if !compatible(contract, c.contract) || skipsTooFar(info.p, info.current, c.v) {
+		if !capi.IsCompatible(contract, c.contract) || skipsTooFar(info.p, info.current, c.v) {
 			continue
 		}
 		if !c.published {
@@ -275,7 +252,7 @@ func PlanProviders(ctx context.Context, cat Catalog, items []inventory.Provider)
 
 	plan := &ProviderPlan{ManagementGroup: core.Namespace + "/" + provider.CoreProviderName}
 	for _, contract := range contracts {
-		cp := ContractPlan{Contract: contract, Current: contract == coreInfo.currentContract, Supported: contract == CurrentContract}
+		cp := ContractPlan{Contract: contract, Current: contract == coreInfo.currentContract, Supported: contract == capi.Current}
 		for _, info := range infos {
 			row := ProviderUpgrade{
 				Name: info.p.ManifestLabel(), Namespace: info.p.Namespace, ProviderName: info.p.ProviderName, Type: info.p.Type,
@@ -287,7 +264,7 @@ func PlanProviders(ctx context.Context, cat Catalog, items []inventory.Provider)
 			}
 			if n != nil {
 				row.NextVersion, row.NextContract = n.version, n.contract
-			} else if !cp.Current && !compatible(contract, info.currentContract) {
+			} else if !cp.Current && !capi.IsCompatible(contract, info.currentContract) {
 				cp.Blocked = append(cp.Blocked, row)
 			}
 			cp.Providers = append(cp.Providers, row)
@@ -326,7 +303,7 @@ func (p ContractPlan) BlockedNames() string {
 // ReadInventory reads the inventory of the management cluster; no inventory (or an empty one) is
 // an error that says to run `capctl init`.
 func ReadInventory(ctx context.Context, c client.Reader) ([]inventory.Provider, error) {
-	if err := checkManagementContract(ctx, c); err != nil {
+	if err := capi.CheckManagementCluster(ctx, c, capi.AllowContract("v1beta1")); err != nil {
 		return nil, err
 	}
 	items, err := inventory.List(ctx, c)
@@ -359,22 +336,4 @@ func Plan(ctx context.Context, c *cluster.Client, cat Catalog) (*ProviderPlan, e
 		}
 	}
 	return plan, nil
-}
-
-// checkManagementContract is clusterctl's contract check for upgrades: the Cluster CRD, when
-// installed, must store v1beta2 or v1beta1 objects.
-func checkManagementContract(ctx context.Context, c client.Reader) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, crd); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil
-		}
-		return fmt.Errorf("reading the Cluster CRD to check the management cluster's contract: %w", err)
-	}
-	for _, v := range crd.Spec.Versions {
-		if v.Storage && v.Name != "v1beta2" && v.Name != "v1beta1" {
-			return fmt.Errorf("the management cluster stores Clusters as %s: capctl upgrades only v1beta2 (or v1beta1) management clusters", v.Name)
-		}
-	}
-	return nil
 }

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/config"
@@ -104,6 +108,8 @@ func TestProviderPlanOnAPIServer(t *testing.T) {
 	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
 		t.Fatal(err)
 	}
+	// Cluster API's own CRDs, for the management-cluster contract check (v1beta2 stored).
+	env.InstallCRDs(t, filepath.Join(testenv.FixturesDir(t), "crds", "cluster.x-k8s.io.yaml"))
 	if _, err := Plan(ctx, env.Client, cat); err == nil || !strings.Contains(err.Error(), "capctl init") {
 		t.Errorf("empty inventory: %v", err)
 	}
@@ -216,6 +222,17 @@ func TestProviderPlanOnAPIServer(t *testing.T) {
 	})
 	// Last: it leaves an old-contract Cluster CRD behind.
 	t.Run("old management cluster contract", func(t *testing.T) {
+		// The v1beta2 Cluster CRD goes first: an update cannot drop a stored version.
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "clusters.cluster.x-k8s.io"}}
+		if err := env.Client.Delete(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			t.Fatalf("the v1beta2 Cluster CRD was not deleted: %v", err)
+		}
 		env.InstallCRDs(t, "testdata/old-cluster-crd.yaml")
 		if _, err := Plan(ctx, env.Client, cat); err == nil || !strings.Contains(err.Error(), "stores Clusters as v1alpha4") {
 			t.Errorf("err = %v", err)

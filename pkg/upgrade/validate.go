@@ -9,6 +9,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -78,8 +79,8 @@ func ValidateRequest(ctx context.Context, cat Catalog, items []inventory.Provide
 }
 
 func targetsForContract(ctx context.Context, cat Catalog, items []inventory.Provider, contract string) ([]Target, error) {
-	if contract != CurrentContract {
-		return nil, fmt.Errorf("capctl can only upgrade to the %s contract, %s was requested", CurrentContract, contract)
+	if contract != capi.Current {
+		return nil, fmt.Errorf("capctl can only upgrade to the %s contract, %s was requested", capi.Current, contract)
 	}
 	plan, err := PlanProviders(ctx, cat, items)
 	if err != nil {
@@ -167,13 +168,13 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 		}
 		contract = info.currentContract
 	}
-	if contract != "" && contract != CurrentContract {
-		problems = append(problems, fmt.Sprintf("the core provider would implement the %s contract, but capctl can only upgrade management clusters to %s", contract, CurrentContract))
+	if contract != "" && contract != capi.Current {
+		problems = append(problems, fmt.Sprintf("the core provider would implement the %s contract, but capctl can only upgrade management clusters to %s", contract, capi.Current))
 		contract = ""
 	}
 	if contract != "" {
 		for _, t := range targets {
-			if !compatible(contract, t.ToContract) {
+			if !capi.IsCompatible(contract, t.ToContract) {
 				problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider (mixed contracts)", t.Provider.ManifestLabel(), t.To, t.ToContract, contract))
 			}
 		}
@@ -185,7 +186,7 @@ func targetsForProviders(ctx context.Context, cat Catalog, items []inventory.Pro
 			if err != nil {
 				return nil, err
 			}
-			if !compatible(contract, info.currentContract) {
+			if !capi.IsCompatible(contract, info.currentContract) {
 				problems = append(problems, fmt.Sprintf("%s %s implements the %s contract, which does not work with a %s core provider: include it in the upgrade (%s %s:VERSION)", p.ManifestLabel(), p.Version, info.currentContract, contract, p.Type.Flag(), p.ProviderName))
 			}
 		}
