@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -50,13 +51,19 @@ const (
 	TestCertificate   = "selfsigned-cert"
 	CoreValue         = "cert-manager"
 	VersionAnnotation = "cert-manager.clusterctl.cluster.x-k8s.io/version"
-	// ImagesComponent is the `images:` selector for cert-manager's images.
-	ImagesComponent = "cert-manager"
+	// ImagesComponent is the `images:` selector for cert-manager's images (also the folder its
+	// components are fetched from).
+	ImagesComponent = repository.CertManagerName
 	// CertificatesCRD is the CRD whose presence shows some cert-manager was installed.
 	CertificatesCRD = "certificates.cert-manager.io"
 	// DefaultInstalledVersion is what clusterctl assumes for objects without the version annotation.
 	DefaultInstalledVersion = "v0.11.0"
 )
+
+// IsAPIGroup tells whether group is one of cert-manager's own API groups (its custom resources).
+func IsAPIGroup(group string) bool {
+	return group == "cert-manager.io" || group == "acme.cert-manager.io"
+}
 
 // Components is a fetched cert-manager release.
 type Components struct {
@@ -349,37 +356,42 @@ func (e *WaitError) Error() string {
 
 func (e *WaitError) Unwrap() error { return e.Probe }
 
-// waitProbe probes until it passes or timeout; objs (may be nil) are diagnosed on a timeout.
+// waitProbe probes every interval until the probe passes or timeout; objs (may be nil) are
+// diagnosed on a timeout, so the error says why cert-manager is not available.
 func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, log *logging.Logger) error {
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
-	for {
-		err := Probe(ctx, c)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(pctx context.Context) (bool, error) {
+		err := Probe(pctx, c)
 		if err == nil {
-			return nil
+			return true, nil
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().Add(interval).After(deadline) {
-			we := &WaitError{Timeout: timeout, Probe: err}
-			for _, ch := range install.Diagnose(ctx, c, objs, false) {
-				if !ch.Ready {
-					we.Pending = append(we.Pending, ch)
-				}
-			}
-			return we
+		if pctx.Err() == nil || last == nil {
+			last = err // a probe cut short by the deadline says less than the one before it
 		}
 		if time.Now().After(nextReport) {
 			nextReport = time.Now().Add(15 * time.Second)
 			log.Info("Still waiting for cert-manager", "probe", err.Error(), "timeLeft", time.Until(deadline).Round(time.Second).String())
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
+		return false, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if last == nil {
+		last = err
+	}
+	we := &WaitError{Timeout: timeout, Probe: last}
+	for _, ch := range install.Diagnose(ctx, c, objs, false) {
+		if !ch.Ready {
+			we.Pending = append(we.Pending, ch)
 		}
 	}
+	return we
 }
 
 // UpgradePlan is clusterctl's cert-manager upgrade decision.
@@ -466,27 +478,9 @@ func listInstalled(ctx context.Context, c *cluster.Client, desired []unstructure
 	return out, nil
 }
 
+// imagesOf is the sorted image set of objs, for comparing two installations.
 func imagesOf(objs []unstructured.Unstructured) []string {
-	set := map[string]bool{}
-	for _, u := range objs {
-		if u.GetKind() != "Deployment" && u.GetKind() != "DaemonSet" {
-			continue
-		}
-		for _, path := range [][]string{{"spec", "template", "spec", "containers"}, {"spec", "template", "spec", "initContainers"}} {
-			cs, _, _ := unstructured.NestedSlice(u.Object, path...)
-			for _, ci := range cs {
-				if m, ok := ci.(map[string]any); ok {
-					if img, ok := m["image"].(string); ok {
-						set[img] = true
-					}
-				}
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
+	out := repository.Images(objs)
 	sort.Strings(out)
 	return out
 }
@@ -494,11 +488,44 @@ func imagesOf(objs []unstructured.Unstructured) []string {
 // Fetch reads the configured cert-manager components (`cert-manager.url` / `.version`) through the
 // repository machinery (overrides folder, cache, GitHub or local repository), with the `images:`
 // overrides for the "cert-manager" component applied, sorted for install (not yet labelled: see
-// Prepare). Version "" is the configured version.
+// Prepare). Version "" is the configured version, "latest" the newest final one.
 func Fetch(ctx context.Context, repo *repository.Client, version string) (*Components, error) {
-	cm, err := repo.CertManager(ctx, version)
+	f, err := repo.CertManagerFile(ctx, version)
 	if err != nil {
 		return nil, err
 	}
-	return &Components{Version: cm.Version, URL: cm.URL, Objects: cm.Objects, Images: cm.Images}, nil
+	objs, err := repository.ParseYAML(f.URL, f.Raw)
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := repo.ImageOverrides()
+	if err != nil {
+		return nil, err
+	}
+	if err := repository.ApplyImageOverrides(objs, ImagesComponent, imgs); err != nil {
+		return nil, err
+	}
+	repository.SortForInstall(objs)
+	return &Components{Version: f.Version, URL: f.URL, Objects: objs, Images: repository.Images(objs)}, nil
+}
+
+// ImagesToInstall lists the images of the cert-manager init would install, and whether it would
+// install one: not when the cluster has a cert-manager namespace (clusterctl's rule for listing
+// images), else the configured release's images. With c nil no cluster is read: a first run is
+// assumed, so cert-manager is included.
+func ImagesToInstall(ctx context.Context, c client.Reader, repo *repository.Client) ([]string, bool, error) {
+	if c != nil {
+		err := c.Get(ctx, client.ObjectKey{Name: Namespace}, &corev1.Namespace{})
+		switch {
+		case err == nil:
+			return nil, false, nil
+		case !apierrors.IsNotFound(err):
+			return nil, false, fmt.Errorf("checking for the %s namespace: %w", Namespace, err)
+		}
+	}
+	cm, err := Fetch(ctx, repo, "")
+	if err != nil {
+		return nil, false, fmt.Errorf("cert-manager: %w", err)
+	}
+	return cm.Images, true, nil
 }

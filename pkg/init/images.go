@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/certmanager"
@@ -38,7 +36,7 @@ type Images struct {
 // ListImages lists the container images init would run. With cl.Cluster nil no cluster is read:
 // the run is treated as a first run and cert-manager's images are included. With a cluster, the
 // first-run defaults apply when it has no core provider, and cert-manager's images are included
-// when its namespace does not exist (clusterctl's rule). Nothing is installed.
+// when certmanager.ImagesToInstall says init would install it. Nothing is installed.
 func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, error) {
 	reqs, err := ParseRequests(opts.Selection)
 	if err != nil {
@@ -56,13 +54,6 @@ func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, e
 		}
 		_, hasCore := inventory.Core(installed)
 		firstRun = !hasCore
-		err = cl.Cluster.Get(ctx, client.ObjectKey{Name: certmanager.Namespace}, &corev1.Namespace{})
-		switch {
-		case err == nil:
-			out.CertManagerIncluded = false
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("checking for the %s namespace: %w", certmanager.Namespace, err)
-		}
 	}
 	items := reqs.Items
 	if firstRun {
@@ -78,12 +69,16 @@ func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, e
 			set[i] = true
 		}
 	}
-	if out.CertManagerIncluded {
-		cm, err := certmanager.Fetch(ctx, cl.Repo, "")
-		if err != nil {
-			return nil, fmt.Errorf("cert-manager: %w", err)
-		}
-		add(certmanager.ImagesComponent, cm.Images)
+	var reader client.Reader
+	if cl.Cluster != nil {
+		reader = cl.Cluster
+	}
+	cmImages, included, err := certmanager.ImagesToInstall(ctx, reader, cl.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if out.CertManagerIncluded = included; included {
+		add(certmanager.ImagesComponent, cmImages)
 	}
 	for _, r := range items {
 		p, err := cl.Repo.Provider(r.Name, r.Type)

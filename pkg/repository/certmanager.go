@@ -4,26 +4,21 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/capctl/capctl/pkg/config"
 )
 
 // CertManagerName is the folder and image-override component name of cert-manager.
 const CertManagerName = "cert-manager"
 
-// CertManagerComponents are cert-manager's manifests as the config's `cert-manager.url` and
-// `cert-manager.version` name them, parsed, with `images:` overrides for the `cert-manager`
-// component applied and sorted for install. No labels are added and no variables are substituted:
-// labelling cert-manager objects (clusterctl.cluster.x-k8s.io/core: cert-manager, the version
-// annotation) is the installer's business.
-type CertManagerComponents struct {
-	Version string                      `json:"version"`
-	URL     string                      `json:"url"`
-	File    string                      `json:"file"`
-	Objects []unstructured.Unstructured `json:"-"`
-	Images  []string                    `json:"images"`
-	Raw     []byte                      `json:"-"`
+// CertManagerFile is cert-manager's components file as fetched, unparsed: what the config's
+// `cert-manager.url` and `cert-manager.version` name. Parsing, image overrides and labelling are
+// pkg/certmanager's business; repository only fetches.
+type CertManagerFile struct {
+	Version string
+	// URL is where the file came from (for messages and parse errors).
+	URL  string
+	File string
+	Raw  []byte
 }
 
 // CertManagerProvider is the pseudo-provider the cert-manager URL is read through: the same
@@ -41,9 +36,9 @@ func (c *Client) CertManagerProvider() (Provider, config.CertManager, error) {
 	return Provider{Name: CertManagerName, URL: cm.URL}, cm, nil
 }
 
-// CertManager fetches cert-manager's components: version "" means the configured version
+// CertManagerFile fetches cert-manager's components file: version "" means the configured version
 // (`cert-manager.version`, default v1.21.1); "latest" the newest final version listed.
-func (c *Client) CertManager(ctx context.Context, version string) (*CertManagerComponents, error) {
+func (c *Client) CertManagerFile(ctx context.Context, version string) (*CertManagerFile, error) {
 	p, cm, err := c.CertManagerProvider()
 	if err != nil {
 		return nil, err
@@ -68,20 +63,13 @@ func (c *Client) CertManager(ctx context.Context, version string) (*CertManagerC
 		return nil, fmt.Errorf("cert-manager %s: %w", version, err)
 	}
 	s, _, _ := c.source(p)
-	name := s.fileURL(version, file)
-	objs, err := ParseYAML(name, raw)
-	if err != nil {
-		return nil, err
+	return &CertManagerFile{Version: version, URL: s.fileURL(version, file), File: file, Raw: raw}, nil
+}
+
+// ImageOverrides returns the config's `images:` overrides (none without a config).
+func (c *Client) ImageOverrides() (map[string]config.ImageOverride, error) {
+	if c.cfg == nil {
+		return nil, nil
 	}
-	if c.cfg != nil {
-		imgs, err := c.cfg.Images()
-		if err != nil {
-			return nil, err
-		}
-		if err := ApplyImageOverrides(objs, CertManagerName, imgs); err != nil {
-			return nil, err
-		}
-	}
-	SortForInstall(objs)
-	return &CertManagerComponents{Version: version, URL: name, File: file, Objects: objs, Images: Images(objs), Raw: raw}, nil
+	return c.cfg.Images()
 }

@@ -17,22 +17,26 @@ func TestCertManagerFromLocalURL(t *testing.T) {
 	repo := fixtureRepo(t)
 	cfg := loadConfig(t, "cert-manager:\n  url: "+repo+"/cert-manager/latest/cert-manager-crds.yaml\n  version: v1.20.3\n", nil)
 	c := newTestClient(t, cfg, Options{Offline: true})
-	cm, err := c.CertManager(context.Background(), "")
+	cm, err := c.CertManagerFile(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Version != "v1.20.3" || cm.File != "cert-manager-crds.yaml" || len(cm.Objects) < 6 {
-		t.Fatalf("%s %s %d objects", cm.Version, cm.File, len(cm.Objects))
+	objs, err := ParseYAML(cm.URL, cm.Raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, o := range cm.Objects {
+	if cm.Version != "v1.20.3" || cm.File != "cert-manager-crds.yaml" || len(objs) < 6 {
+		t.Fatalf("%s %s %d objects", cm.Version, cm.File, len(objs))
+	}
+	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" {
 			t.Errorf("fixture has CRDs only, got %s", o.GetKind())
 		}
 	}
-	if cm, err = c.CertManager(context.Background(), "latest"); err != nil || cm.Version != "v1.21.1" {
+	if cm, err = c.CertManagerFile(context.Background(), "latest"); err != nil || cm.Version != "v1.21.1" {
 		t.Errorf("latest cert-manager: %v", err)
 	}
-	if _, err := c.CertManager(context.Background(), "v1.99.0"); err == nil || !strings.Contains(err.Error(), "v1.99.0") {
+	if _, err := c.CertManagerFile(context.Background(), "v1.99.0"); err == nil || !strings.Contains(err.Error(), "v1.99.0") {
 		t.Errorf("missing version: %v", err)
 	}
 }
@@ -99,7 +103,7 @@ func TestMirrorFromGitHubThenUseOffline(t *testing.T) {
 	if err != nil || r.Version != "v1.13.5" {
 		t.Errorf("mirrored docker latest: %+v %v", r, err)
 	}
-	if _, err := off.CertManager(ctx, ""); err != nil {
+	if _, err := off.CertManagerFile(ctx, ""); err != nil {
 		t.Errorf("mirrored cert-manager: %v", err)
 	}
 	if gh.total() != before {

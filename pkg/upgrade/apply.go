@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -189,7 +187,7 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 	}
 
 	if cmPlan != nil {
-		if err := upgradeCertManager(ctx, c, cmPlan, cmComps, opts.CertManagerTimeout, log); err != nil {
+		if err := certmanager.Upgrade(ctx, c, cmPlan, cmComps, opts.CertManagerTimeout, log); err != nil {
 			return res, err
 		}
 	}
@@ -272,24 +270,6 @@ func dropped(live, newObjs []unstructured.Unstructured) []install.ObjectRef {
 	return out
 }
 
-// baselineKinds are looked for even when neither components set has them.
-var baselineKinds = []schema.GroupVersionKind{
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
-	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
-	{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"},
-}
-
 // kept are the kinds an upgrade never deletes.
 func kept(gk schema.GroupKind) bool {
 	switch {
@@ -307,47 +287,12 @@ func kept(gk schema.GroupKind) bool {
 // in its namespace or cluster-scoped) of every kind the old or new components have, plus the
 // usual kinds, leaving out what an upgrade keeps.
 func providerObjects(ctx context.Context, c *cluster.Client, p inventory.Provider, sets ...[]unstructured.Unstructured) ([]unstructured.Unstructured, error) {
-	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
-	for _, gvk := range baselineKinds {
-		kinds[gvk.GroupKind()] = gvk
-	}
-	for _, set := range sets {
-		for i := range set {
-			gvk := set[i].GroupVersionKind()
-			kinds[gvk.GroupKind()] = gvk
-		}
-	}
-	gks := make([]schema.GroupKind, 0, len(kinds))
-	for gk := range kinds {
-		if !kept(gk) {
-			gks = append(gks, gk)
-		}
-	}
-	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
-	var out []unstructured.Unstructured
-	for _, gk := range gks {
-		m, err := c.Mapper.RESTMapping(gk, kinds[gk].Version)
-		if err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // not served: nothing of that kind can exist
-			}
-			return nil, fmt.Errorf("looking up kind %s: %w", gk, err)
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(m.GroupVersionKind.Kind + "List"))
-		lo := []client.ListOption{client.MatchingLabels{inventory.ProviderLabel: p.ManifestLabel()}, client.HasLabels{inventory.ClusterctlLabel}}
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			lo = append(lo, client.InNamespace(p.Namespace))
-		}
-		if err := c.List(ctx, list, lo...); err != nil {
-			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("listing the %s objects of %s: %w", gk.Kind, p.ManifestLabel(), err)
-		}
-		out = append(out, list.Items...)
-	}
-	return out, nil
+	return install.ListInstalled(ctx, c, install.ListInstalledOptions{
+		What:      p.ManifestLabel(),
+		Selector:  []client.ListOption{client.MatchingLabels{inventory.ProviderLabel: p.ManifestLabel()}, client.HasLabels{inventory.ClusterctlLabel}},
+		Namespace: p.Namespace,
+		Skip:      kept,
+	}, sets...)
 }
 
 // scaleDown scales the provider's Deployments to 0 and waits until they report no replicas.
