@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,19 +19,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
-
-// Labels and names clusterctl uses for cert-manager.
-const (
-	CertManagerCoreValue = "cert-manager"
-	CertManagerNamespace = "cert-manager"
-)
-
-// certManagerGroups are the API groups of cert-manager's own custom resources.
-var certManagerGroups = map[string]bool{"cert-manager.io": true, "acme.cert-manager.io": true}
 
 // Selection names a provider to delete, as typed on the command line.
 type Selection struct {
@@ -310,7 +304,7 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 	}
 	var certManagerObjs []listedObject
 	for _, o := range found {
-		if o.labels[inventory.CoreLabel] == CertManagerCoreValue {
+		if o.labels[inventory.CoreLabel] == certmanager.CoreValue {
 			certManagerObjs = append(certManagerObjs, o)
 			continue
 		}
@@ -440,15 +434,11 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 		mu       sync.Mutex
 		found    []listedObject
 		warnings []string
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, concurrency)
+		g        errgroup.Group
 	)
+	g.SetLimit(concurrency)
 	for _, t := range types {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(t apiType) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(t.gvk.GroupVersion().WithKind(t.gvk.Kind + "List"))
 			err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: sel})
@@ -456,7 +446,7 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 			defer mu.Unlock()
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("could not list %s (%v): its objects were not searched", t.resource+"."+t.gvk.Group, err))
-				return
+				return nil // a warning, not a failure: the other kinds are still searched
 			}
 			for _, it := range list.Items {
 				found = append(found, listedObject{
@@ -465,9 +455,10 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 					namespaced: t.namespaced,
 				})
 			}
-		}(t)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines report through warnings
 	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
 	sort.Strings(warnings)
 	return found, warnings
@@ -480,29 +471,20 @@ func checkNoObjects(ctx context.Context, c client.Client, crds []apiextensionsv1
 		mu     sync.Mutex
 		counts = map[string]map[string]int{}
 		errs   []error
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, concurrency)
+		g      errgroup.Group
 	)
+	g.SetLimit(concurrency)
 	for i := range crds {
 		crd := &crds[i]
 		label := crd.Labels[inventory.ProviderLabel]
 		if _, ok := selected[label]; !ok {
 			continue
 		}
-		storage := ""
-		for _, v := range crd.Spec.Versions {
-			if v.Storage {
-				storage = v.Name
-			}
-		}
+		storage := contract.StorageVersion(crd)
 		if storage == "" {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind})
 			err := c.List(ctx, list)
@@ -510,7 +492,7 @@ func checkNoObjects(ctx context.Context, c client.Client, crds []apiextensionsv1
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("counting %s objects before deleting CRD %s: %w", crd.Spec.Names.Kind, crd.Name, err))
-				return
+				return nil // every CRD is counted, so the error names all that could not be
 			}
 			if n := len(list.Items); n > 0 {
 				if counts[label] == nil {
@@ -518,9 +500,10 @@ func checkNoObjects(ctx context.Context, c client.Client, crds []apiextensionsv1
 				}
 				counts[label][crd.Spec.Names.Kind] += n
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -537,16 +520,13 @@ func planCertManager(ctx context.Context, c client.Client, opts Options, plan *P
 	if !opts.IncludeCertManager {
 		return CertManagerPlan{Reason: "kept (pass --include-cert-manager to delete it when capctl installed it)"}, nil
 	}
-	owned := false
-	for _, o := range objs {
-		if o.namespaced && (o.Namespace == CertManagerNamespace || o.Namespace == "kube-system") {
-			owned = true
-			break
-		}
+	own, err := certmanager.Owner(ctx, c)
+	if err != nil {
+		return CertManagerPlan{}, err
 	}
-	if !owned {
+	if !own.Managed {
 		return CertManagerPlan{}, fmt.Errorf("--include-cert-manager: cert-manager was not installed by capctl or clusterctl (no object labelled %s=%s in namespaces %s or kube-system), so capctl will not delete it; remove the flag",
-			inventory.CoreLabel, CertManagerCoreValue, CertManagerNamespace)
+			inventory.CoreLabel, certmanager.CoreValue, certmanager.Namespace)
 	}
 	if len(plan.Remaining) > 0 {
 		var names []string
@@ -565,7 +545,7 @@ func planCertManager(ctx context.Context, c client.Client, opts Options, plan *P
 	}
 	var users []string
 	for _, t := range types {
-		if !certManagerGroups[t.gvk.Group] {
+		if !certmanager.IsAPIGroup(t.gvk.Group) {
 			continue
 		}
 		list := &metav1.PartialObjectMetadataList{}
@@ -592,12 +572,12 @@ func planCertManager(ctx context.Context, c client.Client, opts Options, plan *P
 	cm := CertManagerPlan{Deleted: true}
 	nsDeleted := false
 	for _, o := range objs {
-		if o.GVK.Kind == "Namespace" && o.GVK.Group == "" && o.Name == CertManagerNamespace {
+		if o.GVK.Kind == "Namespace" && o.GVK.Group == "" && o.Name == certmanager.Namespace {
 			nsDeleted = true
 		}
 	}
 	for _, o := range objs {
-		if nsDeleted && o.namespaced && o.Namespace == CertManagerNamespace {
+		if nsDeleted && o.namespaced && o.Namespace == certmanager.Namespace {
 			continue
 		}
 		cm.Delete = append(cm.Delete, o.Object)
@@ -673,14 +653,10 @@ func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, pr
 			for end < len(objs) && deleteRank(objs[end]) == deleteRank(objs[start]) {
 				end++
 			}
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, concurrency)
+			var g errgroup.Group
+			g.SetLimit(concurrency)
 			for _, o := range objs[start:end] {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func(o Object) {
-					defer wg.Done()
-					defer func() { <-sem }()
+				g.Go(func() error {
 					gone, err := deleteObject(ctx, c, o)
 					mu.Lock()
 					defer mu.Unlock()
@@ -696,9 +672,10 @@ func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, pr
 					if progress != nil {
 						progress(done, total, o, err)
 					}
-				}(o)
+					return nil // failures are collected, so every object of the rank is tried
+				})
 			}
-			wg.Wait()
+			_ = g.Wait()
 			start = end
 		}
 		return failed
