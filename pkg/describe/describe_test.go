@@ -21,6 +21,7 @@ import (
 	"github.com/capctl/capctl/internal/describetest"
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 )
 
@@ -213,7 +214,7 @@ func TestDescribeBadInput(t *testing.T) {
 	setup(t)
 	ctx := context.Background()
 	_, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: "healthy", Name: "nope"})
-	var nf *describe.ClusterNotFoundError
+	var nf *cluster.ClusterNotFoundError
 	if !errors.As(err, &nf) || len(nf.Existing) != 1 || nf.Existing[0] != "prod" || !strings.Contains(err.Error(), "clusters there: prod") {
 		t.Errorf("cluster not found: %v", err)
 	}

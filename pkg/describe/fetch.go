@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // Labels and groups describe relies on (Cluster API's own names).
@@ -53,19 +55,6 @@ type Options struct {
 type Reader interface {
 	client.Reader
 	RESTMapper() meta.RESTMapper
-}
-
-// ClusterNotFoundError says a cluster does not exist and which ones do in that namespace.
-type ClusterNotFoundError struct {
-	Namespace, Name string
-	Existing        []string
-}
-
-func (e *ClusterNotFoundError) Error() string {
-	if len(e.Existing) == 0 {
-		return fmt.Sprintf("cluster %q not found in namespace %q, which has no clusters (try `capctl describe clusters -A`)", e.Name, e.Namespace)
-	}
-	return fmt.Sprintf("cluster %q not found in namespace %q; clusters there: %s", e.Name, e.Namespace, strings.Join(e.Existing, ", "))
 }
 
 // NamespaceNotFoundError says the namespace itself does not exist.
@@ -475,11 +464,13 @@ func (d *discoverer) notFound(ctx context.Context, clusterGVK schema.GroupVersio
 		return &NamespaceNotFoundError{Namespace: d.opts.Namespace}
 	}
 	items, err := d.listGVK(ctx, clusterGVK, d.opts.Namespace, nil)
-	e := &ClusterNotFoundError{Namespace: d.opts.Namespace, Name: d.opts.Name}
+	e := &cluster.ClusterNotFoundError{Namespace: d.opts.Namespace, Name: d.opts.Name}
 	if err == nil {
 		for _, it := range items {
 			e.Existing = append(e.Existing, it.GetName())
 		}
+		sort.Strings(e.Existing)
 	}
+	e.ElsewhereIn = cluster.NamespacesWithCluster(ctx, d.c, d.c.RESTMapper(), d.opts.Name)
 	return e
 }

@@ -10,19 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
+	// Imported as mgmt: Get's parameter is named cluster, as the flag it comes from.
+	mgmt "github.com/capctl/capctl/pkg/cluster"
 )
 
 // SecretKey is the key of the kubeconfig Secret that holds the kubeconfig.
 const SecretKey = "value"
-
-// ClusterGroupKind is Cluster API's Cluster kind.
-var ClusterGroupKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
 
 // SecretNames are the Secrets looked at, in order: the one Cluster API writes for every cluster,
 // then the user kubeconfig some providers (EKS) write beside it.
@@ -37,27 +34,6 @@ type Result struct {
 	Secret    string
 	// Data is the kubeconfig (a credential: never log it).
 	Data []byte
-}
-
-// ClusterNotFoundError says the Cluster does not exist and lists those that do.
-type ClusterNotFoundError struct {
-	Cluster, Namespace string
-	Existing           []string
-	// ElsewhereIn are other namespaces that have a Cluster of that name.
-	ElsewhereIn []string
-}
-
-func (e *ClusterNotFoundError) Error() string {
-	msg := fmt.Sprintf("cluster %q not found in namespace %q", e.Cluster, e.Namespace)
-	if len(e.Existing) == 0 {
-		msg += " (there are no clusters in that namespace)"
-	} else {
-		msg += fmt.Sprintf(" (clusters there: %s)", strings.Join(e.Existing, ", "))
-	}
-	if len(e.ElsewhereIn) > 0 {
-		return msg + fmt.Sprintf("; a cluster of that name exists in namespace %s: pass -n %s", quoteJoin(e.ElsewhereIn, ", "), e.ElsewhereIn[0])
-	}
-	return msg + "; pass -n NAMESPACE to look elsewhere"
 }
 
 // SecretNotFoundError says the Cluster exists but none of its kubeconfig Secrets do.
@@ -109,35 +85,13 @@ func Get(ctx context.Context, c client.Client, namespace, cluster string) (*Resu
 			return nil, &SecretNotFoundError{Cluster: cluster, Namespace: namespace, Secrets: SecretNames(cluster)}
 		}
 	}
-	return nil, &ClusterNotFoundError{Cluster: cluster, Namespace: namespace, Existing: clusters,
-		ElsewhereIn: namespacesWithCluster(ctx, c, cluster)}
-}
-
-// namespacesWithCluster returns the namespaces holding a Cluster named name (one metadata-only
-// LIST across namespaces); nil when that cannot be read (for example, RBAC limited to a namespace).
-func namespacesWithCluster(ctx context.Context, c client.Client, name string) []string {
-	mapping, err := c.RESTMapper().RESTMapping(ClusterGroupKind)
-	if err != nil {
-		return nil
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind("ClusterList"))
-	if err := c.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []string
-	for _, it := range list.Items {
-		if it.Name == name {
-			out = append(out, it.Namespace)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return nil, &mgmt.ClusterNotFoundError{Name: cluster, Namespace: namespace, Existing: clusters,
+		ElsewhereIn: mgmt.NamespacesWithCluster(ctx, c, c.RESTMapper(), cluster)}
 }
 
 // ListClusters returns the names of the Clusters in namespace, sorted (one LIST, metadata only).
 func ListClusters(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	mapping, err := c.RESTMapper().RESTMapping(ClusterGroupKind)
+	mapping, err := c.RESTMapper().RESTMapping(mgmt.ClusterGroupKind)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, ErrNoClusterAPI

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 func newCluster(ns, name string) *unstructured.Unstructured {
@@ -74,7 +75,7 @@ func TestGet(t *testing.T) {
 	})
 	t.Run("cluster missing", func(t *testing.T) {
 		_, err := Get(ctx, c, "fleet", "gamma")
-		var ce *ClusterNotFoundError
+		var ce *cluster.ClusterNotFoundError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "alpha, beta, eks") {
 			t.Fatalf("want ClusterNotFoundError listing clusters, got %v", err)
 		}
