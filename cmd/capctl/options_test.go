@@ -16,10 +16,10 @@ import (
 	"github.com/capctl/capctl/internal/version"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/contract"
 	deletion "github.com/capctl/capctl/pkg/delete"
 	initialize "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/provider"
-	"github.com/capctl/capctl/pkg/upgrade"
 )
 
 // errNoCluster makes any cluster call of a test fail loudly: flag parsing must not need one.
@@ -97,13 +97,17 @@ func TestUpgradeFlagsToOptions(t *testing.T) {
 		o.Request.Providers[1].Ref.Version != "v1.14.1" || o.WaitTimeout != 7*time.Second || o.Output != output.Text {
 		t.Errorf("options %+v", o)
 	}
-	o, err = parseOptions(t, newCmdUpgradeApply, "--contract", upgrade.CurrentContract)
-	if err != nil || o.Request.Contract != upgrade.CurrentContract || len(o.Request.Providers) != 0 {
+	o, err = parseOptions(t, newCmdUpgradeApply, "--contract", contract.Current)
+	if err != nil || o.Request.Contract != contract.Current || len(o.Request.Providers) != 0 {
 		t.Errorf("contract: %+v %v", o, err)
 	}
 	p, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.33.2", "-o", "text")
 	if err != nil || p.KubernetesVersion != "v1.33.2" || p.Output != output.Text {
 		t.Errorf("plan: %+v %v", p, err)
+	}
+	// The spelling without v is accepted, as generate cluster accepts it, and made canonical.
+	if p, err = parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "1.33.2"); err != nil || p.KubernetesVersion != "v1.33.2" {
+		t.Errorf("plan without v: %+v %v", p, err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 func init() { registerCommand(newCmdUpgrade) }
@@ -64,9 +65,11 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.KubernetesVersion != "" {
-				if _, err := upgrade.ParseKubernetesVersion(o.KubernetesVersion); err != nil {
+				v, _, err := versions.Kubernetes(o.KubernetesVersion)
+				if err != nil {
 					return usageError{err}
 				}
+				o.KubernetesVersion = v // 1.34.1 and v1.34.1 alike, as generate cluster accepts them
 			}
 			if runF != nil {
 				return runF(o)

@@ -41,6 +41,7 @@ import (
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/repository"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Names, labels and annotations, as clusterctl writes them.
@@ -419,7 +420,7 @@ func PlanUpgrade(ctx context.Context, c *cluster.Client, desired *Components) (*
 		plan.ExternallyManaged = true
 		return plan, nil
 	}
-	want, err := semver.NewVersion(desired.Version)
+	want, err := versions.Parse(desired.Version)
 	if err != nil {
 		return nil, fmt.Errorf("configured cert-manager version %q is not a semantic version: %w", desired.Version, err)
 	}
@@ -430,9 +431,9 @@ func PlanUpgrade(ctx context.Context, c *cluster.Client, desired *Components) (*
 		if v == "" {
 			v = DefaultInstalledVersion
 		}
-		sv, err := semver.NewVersion(v)
+		sv, err := versions.Parse(v)
 		if err != nil {
-			sv, _ = semver.NewVersion(DefaultInstalledVersion)
+			sv, _ = versions.Parse(DefaultInstalledVersion)
 		}
 		if lowestV == nil || sv.LessThan(lowestV) || (sv.Equal(lowestV) && sv.Metadata() != want.Metadata()) {
 			lowestV, lowest = sv, v

@@ -21,6 +21,7 @@ import (
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Defaults of Options.
@@ -294,7 +295,7 @@ func sortVersions(in []string) []string {
 	seen := map[string]bool{}
 	var ps []pv
 	for _, s := range in {
-		v, err := semver.NewVersion(s)
+		v, err := versions.Parse(s)
 		if err != nil || seen[s] {
 			continue
 		}
@@ -552,14 +553,14 @@ func (c *Client) notFound(ctx context.Context, p Provider, version string, cause
 
 // nearest returns up to n versions closest to want: same major.minor first, then by distance.
 func nearest(want string, have []string, n int) []string {
-	w, err := semver.NewVersion(want)
+	w, err := versions.Parse(want)
 	type scored struct {
 		s string
 		d float64
 	}
 	var ss []scored
 	for _, h := range have {
-		v, perr := semver.NewVersion(h)
+		v, perr := versions.Parse(h)
 		if perr != nil {
 			continue
 		}
@@ -607,7 +608,7 @@ func (c *Client) latest(ctx context.Context, p Provider, opts ResolveOptions) (s
 	if err != nil {
 		return "", err
 	}
-	fv := semver.MustParse(first)
+	fv := versions.MustParse(first)
 	s, err := m.SeriesFor(first)
 	if err == nil && s.Contract == contract.Current {
 		return first, nil
@@ -619,7 +620,7 @@ func (c *Client) latest(ctx context.Context, p Provider, opts ResolveOptions) (s
 	}
 	var inSeries []string
 	for _, v := range cands {
-		sv := semver.MustParse(v)
+		sv := versions.MustParse(v)
 		if sv.Major() == uint64(cs.Major) && sv.Minor() == uint64(cs.Minor) {
 			inSeries = append(inSeries, v)
 		}
@@ -642,7 +643,7 @@ func orderCandidates(vs []string, pre bool) []string {
 	}
 	var finals, pres []string
 	for _, v := range sorted {
-		if semver.MustParse(v).Prerelease() == "" {
+		if versions.MustParse(v).Prerelease() == "" {
 			finals = append(finals, v)
 		} else {
 			pres = append(pres, v)

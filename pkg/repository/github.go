@@ -14,8 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-github/v66/github"
+
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // maxFileSize bounds a downloaded file (the largest upstream components file is ~10 MiB).
@@ -74,7 +75,7 @@ func (g *githubSource) versions(ctx context.Context) ([]string, error) {
 				continue
 			}
 			tag := r.GetTagName()
-			if _, err := semver.NewVersion(tag); err != nil {
+			if _, err := versions.Parse(tag); err != nil {
 				continue
 			}
 			out = append(out, tag)
@@ -431,7 +432,7 @@ func (g *githubSource) proxyVersions(ctx context.Context) ([]string, error) {
 		found := false
 		for _, line := range strings.Split(string(body), "\n") {
 			v := strings.TrimSuffix(strings.TrimSpace(line), "+incompatible")
-			if _, err := semver.NewVersion(v); err == nil && strings.HasPrefix(v, "v") {
+			if _, err := versions.Parse(v); err == nil && strings.HasPrefix(v, "v") {
 				out = append(out, v)
 				found = true
 			}

@@ -8,7 +8,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // gitlabSource is a GitLab generic package registry:
@@ -42,7 +42,7 @@ func (g *gitlabSource) fileURL(version, file string) string {
 }
 
 func (g *gitlabSource) versions(context.Context) ([]string, error) {
-	if _, err := semver.NewVersion(g.version); err != nil {
+	if _, err := versions.Parse(g.version); err != nil {
 		return nil, fmt.Errorf("%s: a GitLab package URL must name a version (GitLab packages cannot be listed), not %q", g, g.version)
 	}
 	return []string{g.version}, nil

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // MetadataFile is the name of the metadata file of every provider release.
@@ -33,7 +33,7 @@ func (s ReleaseSeries) String() string {
 
 // SeriesFor returns the release series of version (exact major.minor match).
 func (m *Metadata) SeriesFor(version string) (ReleaseSeries, error) {
-	v, err := semver.NewVersion(version)
+	v, err := versions.Parse(version)
 	if err != nil {
 		return ReleaseSeries{}, fmt.Errorf("version %q is not a semantic version: %w", version, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // ErrNotFound is returned (wrapped) when a version or a file does not exist in a repository.
@@ -58,7 +58,7 @@ func (l *localSource) versions(_ context.Context) ([]string, error) {
 		if !e.IsDir() {
 			continue
 		}
-		if _, err := semver.NewVersion(e.Name()); err == nil {
+		if _, err := versions.Parse(e.Name()); err == nil {
 			out = append(out, e.Name())
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -18,6 +17,7 @@ import (
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // ClusterRequest is `generate cluster` as the user asked for it: the argument and flags, and
@@ -77,9 +77,11 @@ func (r *ClusterRequest) Validate() error {
 		return err
 	}
 	if r.KubernetesVersion != "" {
-		if _, err := utilversion.ParseSemantic(r.KubernetesVersion); err != nil {
+		v, _, err := versions.Kubernetes(r.KubernetesVersion)
+		if err != nil {
 			return inputErrorf("invalid --kubernetes-version %q: use a semantic version like v1.34.1", r.KubernetesVersion)
 		}
+		r.KubernetesVersion = v // written into the template as v1.34.1 however it was typed
 	}
 	if c := r.ControlPlaneMachineCount; c != nil && *c < 1 {
 		return inputErrorf("invalid --control-plane-machine-count %d: use a number >= 1", *c)

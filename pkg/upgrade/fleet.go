@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Labels that order the fleet plan. WaveLabel wins when a Cluster carries both.
@@ -99,18 +101,6 @@ type UnplannableCluster struct {
 	Reason    string `json:"reason"`
 }
 
-// ParseKubernetesVersion checks a target version given by the user: vMAJOR.MINOR.PATCH.
-func ParseKubernetesVersion(v string) (*semver.Version, error) {
-	if !strings.HasPrefix(v, "v") {
-		return nil, fmt.Errorf("kubernetes version %q must start with v, like v1.32.3", v)
-	}
-	sv, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes version %q is not a version like v1.32.3: %v", v, err)
-	}
-	return sv, nil
-}
-
 // ClusterInfo is what the fleet plan needs to know about one cluster.
 type ClusterInfo struct {
 	Namespace, Name string
@@ -131,7 +121,7 @@ type ClusterInfo struct {
 
 // PlanFleet reads every Cluster of the management cluster and plans its upgrade to target.
 func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, target string) (*FleetPlan, error) {
-	if _, err := ParseKubernetesVersion(target); err != nil {
+	if _, _, err := versions.Kubernetes(target); err != nil {
 		return nil, err
 	}
 	infos, err := ReadFleet(ctx, c, mapper)
@@ -263,7 +253,7 @@ func controlPlaneVersion(ctx context.Context, c client.Reader, mapper meta.RESTM
 
 // BuildFleetPlan plans every cluster (pure: no cluster access).
 func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
-	tv, err := ParseKubernetesVersion(target)
+	target, tv, err := versions.Kubernetes(target)
 	if err != nil {
 		return nil, err
 	}
@@ -333,9 +323,10 @@ func clusterWave(labels map[string]string) (string, *int, string) {
 	return "", nil, ""
 }
 
+// parseClusterVersion reads a version found in a cluster's objects (either spelling).
 func parseClusterVersion(v string) (*semver.Version, error) {
-	sv, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
-	if err != nil || !strings.HasPrefix(v, "v") {
+	sv, err := versions.Parse(v)
+	if err != nil {
 		return nil, fmt.Errorf("version %q is not a Kubernetes version like v1.32.3", v)
 	}
 	return sv, nil
@@ -363,7 +354,7 @@ func planCluster(info ClusterInfo, target *semver.Version) (ClusterUpgrade, stri
 			wv, cu.WorkersVersion = v, s
 		}
 	}
-	tv := "v" + target.String()
+	tv := versions.Canonical(target)
 	switch {
 	case cur.GreaterThan(target):
 		return cu, fmt.Sprintf("the control plane runs %s, newer than %s: Kubernetes cannot be downgraded", info.ControlPlaneVersion, tv)

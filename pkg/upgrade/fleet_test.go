@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 func steps(s ...string) []UpgradeStep {
@@ -23,7 +24,7 @@ func steps(s ...string) []UpgradeStep {
 }
 
 func TestPlanClusterPaths(t *testing.T) {
-	target, _ := ParseKubernetesVersion("v1.33.2")
+	target, _ := versions.Parse("v1.33.2")
 	cases := []struct {
 		name   string
 		info   ClusterInfo
@@ -97,8 +98,9 @@ func TestBuildFleetPlanWaves(t *testing.T) {
 	if len(plan.Unplannable) != 1 || plan.Unplannable[0].Name != "v" || !strings.Contains(plan.Unplannable[0].Reason, "not an integer") {
 		t.Errorf("unplannable %+v", plan.Unplannable)
 	}
-	if _, err := BuildFleetPlan(nil, "1.33.2"); err == nil {
-		t.Error("target without v accepted")
+	// Both spellings are accepted (as generate cluster accepts them); the plan says v1.33.2.
+	if p, err := BuildFleetPlan(nil, "1.33.2"); err != nil || p.KubernetesVersion != "v1.33.2" {
+		t.Errorf("target without v: %v, %+v", err, p)
 	}
 	if _, err := BuildFleetPlan(nil, "v1.33"); err == nil {
 		t.Error("target without patch accepted")

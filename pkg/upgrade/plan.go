@@ -14,6 +14,7 @@ import (
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Series is one release series of a provider's metadata.yaml.
@@ -107,10 +108,6 @@ type candidate struct {
 	published bool
 }
 
-func parseVersion(s string) (*semver.Version, error) {
-	return semver.NewVersion(s)
-}
-
 func seriesOf(series []Series, v *semver.Version) (Series, bool) {
 	for _, s := range series {
 		if s.Major == v.Major() && s.Minor == v.Minor() {
@@ -123,7 +120,7 @@ func seriesOf(series []Series, v *semver.Version) (Series, bool) {
 // readProviderInfo lists the provider's versions and reads the metadata of its newest published
 // final release. Tags without a release and pre-releases are skipped, never fatal.
 func readProviderInfo(ctx context.Context, cat Catalog, p inventory.Provider) (*providerInfo, error) {
-	cur, err := parseVersion(p.Version)
+	cur, err := versions.Parse(p.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the inventory records version %q, which is not a semantic version", p.String(), p.Version)
 	}
@@ -138,7 +135,7 @@ func readProviderInfo(ctx context.Context, cat Catalog, p inventory.Provider) (*
 	var newer []pv
 	seen := map[string]bool{}
 	for _, s := range all {
-		v, err := parseVersion(s)
+		v, err := versions.Parse(s)
 		if err != nil || v.Prerelease() != "" || !v.GreaterThan(cur) || seen[v.String()] {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Request is what `capctl upgrade apply` was asked to do: a contract, or explicit providers.
@@ -42,7 +43,7 @@ type Target struct {
 // most 3 minors in one upgrade.
 const maxMinorSkip = 3
 
-var skipGuardSince = semver.MustParse("1.10.0")
+var skipGuardSince = versions.MustParse("1.10.0")
 
 func skipGuarded(p inventory.Provider) bool {
 	switch p.Type {
@@ -211,11 +212,11 @@ func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, versi
 	if !strings.HasPrefix(version, "v") {
 		version = "v" + version
 	}
-	to, err := parseVersion(version)
+	to, err := versions.Parse(version)
 	if err != nil {
 		return Target{}, []string{fmt.Sprintf("%q is not a semantic version", version)}, nil
 	}
-	from, err := parseVersion(inv.Version)
+	from, err := versions.Parse(inv.Version)
 	if err != nil {
 		return Target{}, []string{fmt.Sprintf("the inventory records version %q, which is not a semantic version", inv.Version)}, nil
 	}
@@ -225,7 +226,7 @@ func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, versi
 	}
 	listed := false
 	for _, v := range all {
-		if pv, err := parseVersion(v); err == nil && pv.Equal(to) {
+		if pv, err := versions.Parse(v); err == nil && pv.Equal(to) {
 			listed, version = true, v
 			break
 		}
@@ -268,7 +269,7 @@ func validateOne(ctx context.Context, cat Catalog, inv inventory.Provider, versi
 func newestVersions(all []string, n int) string {
 	var vs []*semver.Version
 	for _, s := range all {
-		if v, err := parseVersion(s); err == nil {
+		if v, err := versions.Parse(s); err == nil {
 			vs = append(vs, v)
 		}
 	}
