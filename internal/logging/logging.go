@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/internal/redact"
 )
 
 // Logger prints lines at or below its verbosity. The zero value discards everything.
@@ -51,8 +51,8 @@ func (l *Logger) Info(msg string, kv ...any) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		key := fmt.Sprint(kv[i])
 		val := kv[i+1]
-		if config.IsSensitive(key) {
-			val = "<redacted>"
+		if redact.IsSensitive(key) {
+			val = redact.Mask
 		}
 		enc, err := json.Marshal(val)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capctl/capctl/internal/redact"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -231,7 +232,7 @@ func (c *Config) Variables() map[string]string {
 		case strings.ToLower(ProvidersKey), strings.ToLower(ImagesKey), strings.ToLower(CertManagerKey), strings.ToLower(OverridesFolderKey):
 			continue
 		}
-		out[strings.ToUpper(k)] = Redact(k, c.v.GetString(k))
+		out[strings.ToUpper(k)] = redact.Value(k, c.v.GetString(k))
 	}
 	return out
 }

@@ -1,6 +1,12 @@
-package config
+// Package redact is the one rule for which names hold secrets (tokens, passwords, keys,
+// credentials), so that logging, `config variables` and error messages never print their values.
+// It imports nothing of capctl, so the logger and the config reader both build on it.
+package redact
 
 import "strings"
+
+// Mask replaces a secret value wherever one would be printed.
+const Mask = "<redacted>"
 
 // sensitiveMarkers are name fragments that mark a variable as a secret. Matching is on the
 // upper-cased name so `github-token` and `GITHUB_TOKEN` are both caught.
@@ -22,10 +28,10 @@ func IsSensitive(name string) bool {
 	return false
 }
 
-// Redact returns value, or a fixed mask when name suggests a secret.
-func Redact(name, value string) string {
+// Value returns value, or Mask when name suggests a secret.
+func Value(name, value string) string {
 	if IsSensitive(name) {
-		return "<redacted>"
+		return Mask
 	}
 	return value
 }
