@@ -357,19 +357,26 @@ func (e *WaitError) Error() string {
 
 func (e *WaitError) Unwrap() error { return e.Probe }
 
+var errNoTimeLeft = errors.New("no time left for another probe")
+
 // waitProbe probes every interval until the probe passes or timeout; objs (may be nil) are
 // diagnosed on a timeout, so the error says why cert-manager is not available.
 func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, log *logging.Logger) error {
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(pctx context.Context) (bool, error) {
-		err := Probe(pctx, c)
+	// Each probe runs on the caller's context, not the poll's: a probe cut short by the deadline
+	// would report the deadline instead of what is wrong with cert-manager.
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
+		err := Probe(ctx, c)
 		if err == nil {
 			return true, nil
 		}
-		if pctx.Err() == nil || last == nil {
-			last = err // a probe cut short by the deadline says less than the one before it
+		last = err
+		if time.Now().Add(interval).After(deadline) {
+			// No time for another probe: stop on this one's reason rather than start one the
+			// deadline would cut short (or that would find this probe's namespace terminating).
+			return false, errNoTimeLeft
 		}
 		if time.Now().After(nextReport) {
 			nextReport = time.Now().Add(15 * time.Second)
