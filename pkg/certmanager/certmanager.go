@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -357,38 +356,24 @@ func (e *WaitError) Error() string {
 
 func (e *WaitError) Unwrap() error { return e.Probe }
 
-var errNoTimeLeft = errors.New("no time left for another probe")
-
 // waitProbe probes every interval until the probe passes or timeout; objs (may be nil) are
 // diagnosed on a timeout, so the error says why cert-manager is not available.
 func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, log *logging.Logger) error {
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
 	var last error
-	// Each probe runs on the caller's context, not the poll's: a probe cut short by the deadline
-	// would report the deadline instead of what is wrong with cert-manager.
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
-		err := Probe(ctx, c)
-		if err == nil {
+	err := install.Poll(ctx, interval, timeout, func(ctx context.Context) (bool, error) {
+		if last = Probe(ctx, c); last == nil {
 			return true, nil
-		}
-		last = err
-		if time.Now().Add(interval).After(deadline) {
-			// No time for another probe: stop on this one's reason rather than start one the
-			// deadline would cut short (or that would find this probe's namespace terminating).
-			return false, errNoTimeLeft
 		}
 		if time.Now().After(nextReport) {
 			nextReport = time.Now().Add(15 * time.Second)
-			log.Info("Still waiting for cert-manager", "probe", err.Error(), "timeLeft", time.Until(deadline).Round(time.Second).String())
+			log.Info("Still waiting for cert-manager", "probe", last.Error(), "timeLeft", time.Until(deadline).Round(time.Second).String())
 		}
 		return false, nil
 	})
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if !errors.Is(err, install.ErrTimedOut) {
+		return err
 	}
 	if last == nil {
 		last = err

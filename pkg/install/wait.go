@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -410,7 +411,7 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 	pending := ts
 	var last []Check
 	nextReport := time.Now().Add(progressEvery)
-	for {
+	err := Poll(ctx, opts.Interval, opts.Timeout, func(ctx context.Context) (bool, error) {
 		var still []target
 		last = last[:0]
 		for _, t := range pending {
@@ -424,25 +425,19 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 		}
 		pending = still
 		if len(pending) == 0 {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().Add(opts.Interval).After(deadline) {
-			return &TimeoutError{Source: opts.Source, Timeout: opts.Timeout, Pending: append([]Check(nil), last...)}
+			return true, nil
 		}
 		if time.Now().After(nextReport) {
 			nextReport = time.Now().Add(progressEvery)
 			log.Info("Still waiting", "ready", len(ts)-len(pending), "of", len(ts), "next", last[0].Reason,
 				"timeLeft", time.Until(deadline).Round(time.Second).String())
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(opts.Interval):
-		}
+		return false, nil
+	})
+	if errors.Is(err, ErrTimedOut) {
+		return &TimeoutError{Source: opts.Source, Timeout: opts.Timeout, Pending: append([]Check(nil), last...)}
 	}
+	return err
 }
 
 // Summary describes what Wait would wait for: "1 Deployment, 1 webhook Service, 4 CA injections".

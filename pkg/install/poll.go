@@ -1,0 +1,40 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// ErrTimedOut is Poll's answer when the timeout passed before the condition held.
+var ErrTimedOut = errors.New("timed out")
+
+// Poll is capctl's one wait loop, on apimachinery's wait.PollUntilContextTimeout: it calls done
+// at once and then every interval until done reports true or an error, ctx ends (ctx.Err()) or
+// timeout passes (ErrTimedOut). done runs on ctx, not on the poll's deadline, so the last check
+// completes and can say what is still missing; and Poll stops as soon as no full interval is left
+// rather than start a check the deadline would cut short.
+func Poll(ctx context.Context, interval, timeout time.Duration, done func(context.Context) (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
+		ok, err := done(ctx)
+		if ok || err != nil {
+			return ok, err
+		}
+		if time.Now().Add(interval).After(deadline) {
+			return false, ErrTimedOut
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, ErrTimedOut), wait.Interrupted(err):
+		return ErrTimedOut
+	}
+	return err
+}
