@@ -12,7 +12,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/certmanager"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func init() {
 
 // providerFlags are the provider selection flags shared by init and init list-images.
 type providerFlags struct {
-	Selection       initialize.Selection
+	Selection       clusterinit.Selection
 	TargetNamespace string
 }
 
@@ -39,7 +39,7 @@ func (p *providerFlags) add(cmd *cobra.Command) {
 
 // validate checks the selection without any network or cluster call.
 func (p *providerFlags) validate() error {
-	if _, err := initialize.ParseRequests(p.Selection); err != nil {
+	if _, err := clusterinit.ParseRequests(p.Selection); err != nil {
 		return usageErrorf("%v", err)
 	}
 	if p.TargetNamespace != "" {
@@ -134,7 +134,7 @@ func (o *InitOptions) complete() error {
 	return nil
 }
 
-// runInit makes the one initialize.Init call and prints its result.
+// runInit makes the one clusterinit.Init call and prints its result.
 func runInit(ctx context.Context, o *InitOptions) error {
 	cfg, err := o.Config(ctx)
 	if err != nil {
@@ -148,7 +148,7 @@ func runInit(ctx context.Context, o *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := initialize.Init(ctx, initialize.Clients{Cluster: c, Repo: repo, Config: cfg}, initialize.Options{
+	res, err := clusterinit.Init(ctx, clusterinit.Clients{Cluster: c, Repo: repo, Config: cfg}, clusterinit.Options{
 		Selection:           o.Selection,
 		TargetNamespace:     o.TargetNamespace,
 		WaitProviders:       o.WaitProviders,
@@ -156,7 +156,7 @@ func runInit(ctx context.Context, o *InitOptions) error {
 		Validate:            o.Validate,
 		DryRun:              o.DryRun,
 		Log:                 o.Logger(),
-		OnPlan: func(plan []initialize.Planned) {
+		OnPlan: func(plan []clusterinit.Planned) {
 			fmt.Fprintln(o.IO.ErrOut, "Resolved providers:")
 			renderInitPlan(o.IO.ErrOut, plan, false)
 		},
@@ -168,21 +168,21 @@ func runInit(ctx context.Context, o *InitOptions) error {
 }
 
 // renderInitPlan prints one row per provider.
-func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
+func renderInitPlan(w io.Writer, plan []clusterinit.Planned, done bool) {
 	t := output.NewTable(w, "NAME", "TYPE", "VERSION", "NAMESPACE", "CONTRACT", "ACTION")
 	for _, p := range plan {
 		action := string(p.Action)
 		switch {
-		case p.Action == initialize.ActionInstall && p.Default:
+		case p.Action == clusterinit.ActionInstall && p.Default:
 			action = "install (first-init default)"
-		case p.Action == initialize.ActionAlreadyThere:
+		case p.Action == clusterinit.ActionAlreadyThere:
 			action = "already installed, skipped"
-		case p.Action == initialize.ActionWouldInstall:
+		case p.Action == clusterinit.ActionWouldInstall:
 			action = fmt.Sprintf("would apply %d objects", p.Objects)
 			if p.Unchecked > 0 {
 				action += fmt.Sprintf(" (%d not checkable yet)", p.Unchecked)
 			}
-		case done && p.Action == initialize.ActionInstalled:
+		case done && p.Action == clusterinit.ActionInstalled:
 			action = fmt.Sprintf("installed (%d objects)", p.Objects)
 		}
 		t.Row(p.Label(), string(p.Type), p.Version, p.Namespace, p.Contract, action)
@@ -191,7 +191,7 @@ func renderInitPlan(w io.Writer, plan []initialize.Planned, done bool) {
 }
 
 // renderInitResult prints the result for people.
-func renderInitResult(w io.Writer, res *initialize.Result) error {
+func renderInitResult(w io.Writer, res *clusterinit.Result) error {
 	if res.NoOp {
 		names := make([]string, 0, len(res.Providers))
 		for _, p := range res.Providers {
@@ -274,7 +274,7 @@ func newCmdInitListImages(f *factory, runF func(*ListImagesOptions) error) *cobr
 	return cmd
 }
 
-// runListImages makes the one initialize.ListImages call and prints the images.
+// runListImages makes the one clusterinit.ListImages call and prints the images.
 func runListImages(ctx context.Context, o *ListImagesOptions) error {
 	cfg, err := o.Config(ctx)
 	if err != nil {
@@ -284,7 +284,7 @@ func runListImages(ctx context.Context, o *ListImagesOptions) error {
 	if err != nil {
 		return err
 	}
-	cl := initialize.Clients{Repo: repo, Config: cfg}
+	cl := clusterinit.Clients{Repo: repo, Config: cfg}
 	cl.Cluster, err = o.OptionalCluster(ctx)
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ func runListImages(ctx context.Context, o *ListImagesOptions) error {
 	if cl.Cluster == nil {
 		fmt.Fprintln(o.IO.ErrOut, "No management cluster consulted: listing the images of a first init, cert-manager included.")
 	}
-	imgs, err := initialize.ListImages(ctx, cl, initialize.ImagesOptions{Selection: o.Selection, TargetNamespace: o.TargetNamespace})
+	imgs, err := clusterinit.ListImages(ctx, cl, clusterinit.ImagesOptions{Selection: o.Selection, TargetNamespace: o.TargetNamespace})
 	if err != nil {
 		return err
 	}

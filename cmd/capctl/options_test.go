@@ -18,7 +18,7 @@ import (
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/contract"
 	deletion "github.com/capctl/capctl/pkg/delete"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -50,7 +50,7 @@ func TestInitFlagsToOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0", "-"}, Infrastructure: []string{"docker"}}
+	want := clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0", "-"}, Infrastructure: []string{"docker"}}
 	if !reflect.DeepEqual(o.Selection, want) || o.TargetNamespace != "capi" || o.WaitProviderTimeout != 42*time.Second ||
 		!o.DryRun || o.Validate || !o.WaitProviders || o.Output != output.YAML {
 		t.Errorf("options %+v", o)
@@ -155,7 +155,7 @@ func TestRunWithTestClients(t *testing.T) {
 	f := newFactory(io)
 	f.global.configPath = cfgPath
 	d.Repository, d.Logger = f.repositoryClient, f.Logger
-	o := &ListImagesOptions{deps: d, providerFlags: providerFlags{Selection: initialize.Selection{Infrastructure: []string{"docker:v1.14.0"}, Bootstrap: []string{"-"}, ControlPlane: []string{"-"}, Core: "cluster-api:v1.14.0"}}, Output: output.Text}
+	o := &ListImagesOptions{deps: d, providerFlags: providerFlags{Selection: clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0"}, Bootstrap: []string{"-"}, ControlPlane: []string{"-"}, Core: "cluster-api:v1.14.0"}}, Output: output.Text}
 	if err := runListImages(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
-package initialize_test
+package clusterinit_test
 
 import (
 	"testing"
 
 	"github.com/capctl/capctl/internal/testenv"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
 // BenchmarkFirstInit measures a first init of cert-manager (CRDs), core, kubeadm bootstrap and
@@ -18,9 +18,9 @@ func BenchmarkFirstInit(b *testing.B) {
 		env := testenv.Start(b, testenv.Options{})
 		cl := clientsTB(b, cfgPath, env.Config)
 		b.StartTimer()
-		res, err := initialize.Init(testenv.Context(b), cl, initialize.Options{
+		res, err := clusterinit.Init(testenv.Context(b), cl, clusterinit.Options{
 			Validate: true,
-			Selection: initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"},
+			Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"},
 				ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},
 		})
 		if err != nil {

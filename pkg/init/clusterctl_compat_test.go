@@ -1,4 +1,4 @@
-package initialize_test
+package clusterinit_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 
@@ -27,9 +27,9 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 	cfgPath := writeConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
-	_, err := initialize.Init(ctx, clients(t, cfgPath, env.Config), initialize.Options{
+	_, err := clusterinit.Init(ctx, clients(t, cfgPath, env.Config), clusterinit.Options{
 		Validate: true,
-		Selection: initialize.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"},
+		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"},
 			ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}},
 	})
 	if err != nil {
@@ -111,19 +111,19 @@ func TestCapctlReadsClusterctlInit(t *testing.T) {
 	ctl := installtest.Start(ctx, env.Client, installtest.Options{Interval: 250 * time.Millisecond, NotReady: true, FinalizeNamespaces: []string{"cert-manager-test"}})
 	defer ctl.Stop()
 	runClusterctl(t, ctx, bin, t.TempDir(), env.Kubeconfig, cfgPath, "init", "--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0")
-	sel := initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}
-	res, err := initialize.Init(ctx, clients(t, cfgPath, env.Config), initialize.Options{Validate: true, Selection: sel})
+	sel := clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}
+	res, err := clusterinit.Init(ctx, clients(t, cfgPath, env.Config), clusterinit.Options{Validate: true, Selection: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.NoOp || res.FirstRun {
 		t.Errorf("capctl did not recognise clusterctl's providers: %+v", res)
 	}
-	res, err = initialize.Init(ctx, clients(t, cfgPath, env.Config), initialize.Options{Validate: true, Selection: initialize.Selection{Infrastructure: []string{"tiny:v0.1.0"}}})
+	res, err = clusterinit.Init(ctx, clients(t, cfgPath, env.Config), clusterinit.Options{Validate: true, Selection: clusterinit.Selection{Infrastructure: []string{"tiny:v0.1.0"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.NoOp || len(res.Providers) != 1 || res.Providers[0].Action != initialize.ActionInstalled {
+	if res.NoOp || len(res.Providers) != 1 || res.Providers[0].Action != clusterinit.ActionInstalled {
 		t.Errorf("%+v", res)
 	}
 	items, err := inventory.List(ctx, env.Client)

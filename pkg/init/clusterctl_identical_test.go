@@ -1,4 +1,4 @@
-package initialize_test
+package clusterinit_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 
@@ -56,8 +56,8 @@ func TestCapctlInitIsClusterctlInit(t *testing.T) {
 		defer ctl.Stop()
 	}
 	runClusterctl(t, ctx, bin, t.TempDir(), ref.Kubeconfig, cfgPath, "init", "--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0")
-	_, err := initialize.Init(ctx, clients(t, cfgPath, ours.Config), initialize.Options{Validate: true,
-		Selection: initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}})
+	_, err := clusterinit.Init(ctx, clients(t, cfgPath, ours.Config), clusterinit.Options{Validate: true,
+		Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,14 @@
-// Package initialize owns `capctl init`: installing cert-manager and the chosen providers into a
+// Package clusterinit owns `capctl init`: installing cert-manager and the chosen providers into a
 // management cluster and recording them in the clusterctl-compatible Provider inventory
-// (clusterctl-spec §5–7).
+// (clusterctl-spec §5–7). Its directory is pkg/init; the package is named clusterinit so that it
+// is not mistaken for pkg/install (applying components), which it uses.
 //
 // Init (one call per run) does, in order:
 //
 //  1. parse the requests (ParseRequests: name[:version] per type; `-` opts out of a default);
-//  2. read the inventory and check that an installed Cluster API stores v1beta2; with no core
-//     provider installed this is a first run, and cluster-api, kubeadm bootstrap and kubeadm
-//     control plane are added unless named;
+//  2. read the inventory and check that an installed Cluster API stores v1beta2 (pkg/contract);
+//     with no core provider installed this is a first run, and cluster-api, kubeadm bootstrap and
+//     kubeadm control plane are added unless named;
 //  3. resolve every provider's version and contract (pkg/repository); a provider already installed
 //     at the same version and namespace is skipped (an identical re-run is a no-op that says so),
 //     at another version is an error pointing to `capctl upgrade apply`;
@@ -30,4 +31,4 @@
 //
 // ListImages resolves the same providers without touching a cluster when none is given, and
 // returns every image the providers (and cert-manager, when it would be installed) would run.
-package initialize
+package clusterinit

@@ -1,4 +1,4 @@
-package initialize_test
+package clusterinit_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -82,11 +82,11 @@ func writeConfigTB(t testing.TB, fixtures string) string {
 	return path
 }
 
-func clients(t *testing.T, cfgPath string, restCfg *rest.Config) initialize.Clients {
+func clients(t *testing.T, cfgPath string, restCfg *rest.Config) clusterinit.Clients {
 	return clientsTB(t, cfgPath, restCfg)
 }
 
-func clientsTB(t testing.TB, cfgPath string, restCfg *rest.Config) initialize.Clients {
+func clientsTB(t testing.TB, cfgPath string, restCfg *rest.Config) clusterinit.Clients {
 	t.Helper()
 	cfg, err := config.Load(context.Background(), config.Options{Path: cfgPath})
 	if err != nil {
@@ -96,7 +96,7 @@ func clientsTB(t testing.TB, cfgPath string, restCfg *rest.Config) initialize.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := initialize.Clients{Repo: repo, Config: cfg}
+	cl := clusterinit.Clients{Repo: repo, Config: cfg}
 	if restCfg != nil {
 		// A new cluster client per run, as each capctl run has its own.
 		cl.Cluster, err = cluster.NewForConfig(restCfg, cluster.Options{}, "", "envtest", "default")
@@ -115,14 +115,14 @@ func needShared(t *testing.T) {
 }
 
 func TestParseRequests(t *testing.T) {
-	r, err := initialize.ParseRequests(initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"-"}, Infrastructure: []string{"docker:v1.14.0,aws", "tiny"}})
+	r, err := clusterinit.ParseRequests(clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"-"}, Infrastructure: []string{"docker:v1.14.0,aws", "tiny"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Items) != 4 || !r.OptOut[provider.BootstrapProviderType] || r.Items[1].Name != "docker" || r.Items[1].Version != "v1.14.0" {
 		t.Errorf("%+v", r)
 	}
-	for sel, want := range map[*initialize.Selection]string{
+	for sel, want := range map[*clusterinit.Selection]string{
 		{Core: "-"}:    "can not be used for the core provider",
 		{Core: "capi"}: `the core provider is "cluster-api"`,
 		{Infrastructure: []string{"docker", "docker:v1.14.0"}}: "named twice",
@@ -130,21 +130,21 @@ func TestParseRequests(t *testing.T) {
 		{Bootstrap: []string{"kubeadm:"}}:                      "empty",
 		{Infrastructure: []string{"Docker_X"}}:                 "invalid provider reference",
 	} {
-		if _, err := initialize.ParseRequests(*sel); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := clusterinit.ParseRequests(*sel); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", *sel, err, want)
 		}
 	}
 }
 
 func TestRerunCommand(t *testing.T) {
-	cp := initialize.Planned{Name: "kubeadm", Type: provider.ControlPlaneProviderType, Version: "v1.14.0"}
-	docker := initialize.Planned{Name: "docker", Type: provider.InfrastructureProviderType, Version: "v1.14.0"}
-	core := initialize.Planned{Name: "cluster-api", Type: provider.CoreProviderType, Version: "v1.14.0"}
-	if got := initialize.RerunCommand([]initialize.Planned{cp, docker}, ""); got != "capctl init --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0" {
+	cp := clusterinit.Planned{Name: "kubeadm", Type: provider.ControlPlaneProviderType, Version: "v1.14.0"}
+	docker := clusterinit.Planned{Name: "docker", Type: provider.InfrastructureProviderType, Version: "v1.14.0"}
+	core := clusterinit.Planned{Name: "cluster-api", Type: provider.CoreProviderType, Version: "v1.14.0"}
+	if got := clusterinit.RerunCommand([]clusterinit.Planned{cp, docker}, ""); got != "capctl init --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0" {
 		t.Error(got)
 	}
 	// With the core still to install the re-run is a first run: opt out of the kubeadm default.
-	if got := initialize.RerunCommand([]initialize.Planned{core, cp, docker}, "ns1"); got != "capctl init --core cluster-api:v1.14.0 --bootstrap - --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0 --target-namespace ns1" {
+	if got := clusterinit.RerunCommand([]clusterinit.Planned{core, cp, docker}, "ns1"); got != "capctl init --core cluster-api:v1.14.0 --bootstrap - --control-plane kubeadm:v1.14.0 --infrastructure docker:v1.14.0 --target-namespace ns1" {
 		t.Error(got)
 	}
 }
@@ -162,15 +162,15 @@ func TestInitLifecycle(t *testing.T) {
 	ctl := installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, OnError: func(err error) { t.Logf("stand-in controllers: %v", err) }})
 	defer func() { ctl.Stop() }()
 
-	base := initialize.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
+	base := clusterinit.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
 	first := base
-	first.Selection = initialize.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}
+	first.Selection = clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}
 
 	t.Run("contract mismatch is refused before anything is installed", func(t *testing.T) {
 		o := base
-		o.Selection = initialize.Selection{Core: "cluster-api:v1.10.10", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.10.10"}}
-		_, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
-		if !errors.Is(err, initialize.ErrValidation) {
+		o.Selection = clusterinit.Selection{Core: "cluster-api:v1.10.10", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.10.10"}}
+		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		if !errors.Is(err, clusterinit.ErrValidation) {
 			t.Fatalf("want a validation error, got %v", err)
 		}
 		for _, want := range []string{
@@ -189,7 +189,7 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		o := first
 		o.DryRun = true
-		res, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestInitLifecycle(t *testing.T) {
 			t.Fatalf("%+v %+v", res, res.CertManager)
 		}
 		for _, p := range res.Providers {
-			if p.Action != initialize.ActionWouldInstall || p.Objects == 0 {
+			if p.Action != clusterinit.ActionWouldInstall || p.Objects == 0 {
 				t.Errorf("%+v", p)
 			}
 		}
@@ -210,10 +210,10 @@ func TestInitLifecycle(t *testing.T) {
 	})
 
 	t.Run("first init of core, kubeadm and docker", func(t *testing.T) {
-		var planned []initialize.Planned
+		var planned []clusterinit.Planned
 		o := first
-		o.OnPlan = func(p []initialize.Planned) { planned = p }
-		res, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.OnPlan = func(p []clusterinit.Planned) { planned = p }
+		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestInitLifecycle(t *testing.T) {
 			t.Errorf("defaults: %+v", planned)
 		}
 		for _, p := range res.Providers {
-			if p.Action != initialize.ActionInstalled {
+			if p.Action != clusterinit.ActionInstalled {
 				t.Errorf("%s: %s", p.Label(), p.Action)
 			}
 		}
@@ -271,7 +271,7 @@ func TestInitLifecycle(t *testing.T) {
 	})
 
 	t.Run("identical re-run is a no-op", func(t *testing.T) {
-		res, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), first)
+		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +279,7 @@ func TestInitLifecycle(t *testing.T) {
 			t.Errorf("%+v", res)
 		}
 		for _, p := range res.Providers {
-			if p.Action != initialize.ActionAlreadyThere {
+			if p.Action != clusterinit.ActionAlreadyThere {
 				t.Errorf("%s: %s", p.Label(), p.Action)
 			}
 		}
@@ -287,14 +287,14 @@ func TestInitLifecycle(t *testing.T) {
 
 	t.Run("another version points to upgrade", func(t *testing.T) {
 		o := base
-		o.Selection = initialize.Selection{Infrastructure: []string{"docker:v1.13.5"}}
-		_, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"docker:v1.13.5"}}
+		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "infrastructure-docker is already installed in namespace capd-system at version v1.14.0") || !strings.Contains(err.Error(), "capctl upgrade apply") {
 			t.Errorf("%v", err)
 		}
-		o.Selection = initialize.Selection{Infrastructure: []string{"docker:v1.14.0"}}
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0"}}
 		o.TargetNamespace = "elsewhere"
-		_, err = initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), `there is already an instance of the "infrastructure-docker" provider installed in the "capd-system" namespace`) {
 			t.Errorf("%v", err)
 		}
@@ -302,18 +302,18 @@ func TestInitLifecycle(t *testing.T) {
 
 	t.Run("unknown provider and unknown version", func(t *testing.T) {
 		o := base
-		o.Selection = initialize.Selection{Infrastructure: []string{"dockr"}}
-		_, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"dockr"}}
+		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), `unknown InfrastructureProvider "dockr"`) || !strings.Contains(err.Error(), "docker") {
 			t.Errorf("%v", err)
 		}
-		o.Selection = initialize.Selection{Infrastructure: []string{"tiny:v0.9.0"}}
-		_, err = initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.9.0"}}
+		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "has no version v0.9.0") {
 			t.Errorf("%v", err)
 		}
-		o.Selection = initialize.Selection{Infrastructure: []string{"tiny:v0.0.1"}}
-		_, err = initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.0.1"}}
+		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "v1alpha4") {
 			t.Errorf("old contract: %v", err)
 		}
@@ -321,8 +321,8 @@ func TestInitLifecycle(t *testing.T) {
 
 	t.Run("a component file with an unknown kind names kind and file", func(t *testing.T) {
 		o := base
-		o.Selection = initialize.Selection{Infrastructure: []string{"tiny:v0.3.0"}}
-		_, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.3.0"}}
+		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		var uk *install.UnknownKindError
 		if !errors.As(err, &uk) {
 			t.Fatalf("want UnknownKindError, got %v", err)
@@ -342,9 +342,9 @@ func TestInitLifecycle(t *testing.T) {
 		ctl.Stop()
 		ctl = installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, NotReady: true})
 		o := base
-		o.Selection = initialize.Selection{Infrastructure: []string{"tiny:v0.1.0"}}
+		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.1.0"}}
 		o.WaitProviderTimeout = time.Second
-		res, err := initialize.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 		var te *install.TimeoutError
 		if !errors.As(err, &te) {
 			t.Fatalf("want a timeout, got %v", err)
@@ -359,7 +359,7 @@ func TestInitLifecycle(t *testing.T) {
 				t.Errorf("error lacks %q:\n%v", want, err)
 			}
 		}
-		if res == nil || res.FirstRun || len(res.Providers) != 1 || res.Providers[0].Action != initialize.ActionInstalled {
+		if res == nil || res.FirstRun || len(res.Providers) != 1 || res.Providers[0].Action != clusterinit.ActionInstalled {
 			t.Fatalf("%+v", res)
 		}
 		items, err := inventory.List(ctx, c)
@@ -379,7 +379,7 @@ func TestInitLifecycle(t *testing.T) {
 	})
 
 	t.Run("list-images with the cluster", func(t *testing.T) {
-		imgs, err := initialize.ListImages(ctx, clients(t, cfgPath, shared.Config), initialize.ImagesOptions{Selection: initialize.Selection{Infrastructure: []string{"docker:v1.14.0", "tiny:v0.1.0"}}})
+		imgs, err := clusterinit.ListImages(ctx, clients(t, cfgPath, shared.Config), clusterinit.ImagesOptions{Selection: clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0", "tiny:v0.1.0"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,15 +483,15 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 	viaProxy.Host = "https://" + proxy.Addr
 	viaProxy.TLSClientConfig.ServerName = u.Hostname()
 
-	o := initialize.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
-		Selection: initialize.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
-	o.OnApplied = func(p initialize.Planned, ref install.ObjectRef, done, total int) {
+	o := clusterinit.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
+		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
+	o.OnApplied = func(p clusterinit.Planned, ref install.ObjectRef, done, total int) {
 		if p.Type == provider.BootstrapProviderType && done == 5 {
 			proxy.Cut()
 		}
 	}
-	_, err = initialize.Init(ctx, clients(t, cfgPath, viaProxy), o)
-	var ie *initialize.IncompleteError
+	_, err = clusterinit.Init(ctx, clients(t, cfgPath, viaProxy), o)
+	var ie *clusterinit.IncompleteError
 	if !errors.As(err, &ie) {
 		t.Fatalf("want IncompleteError, got %v", err)
 	}
@@ -518,8 +518,8 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.OnApplied = nil
-	o.Selection = initialize.Selection{Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}
-	res, err := initialize.Init(ctx, clients(t, cfgPath, viaProxy), o)
+	o.Selection = clusterinit.Selection{Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}
+	res, err := clusterinit.Init(ctx, clients(t, cfgPath, viaProxy), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,8 +541,8 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 func TestListImagesWithoutACluster(t *testing.T) {
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
-	imgs, err := initialize.ListImages(context.Background(), clients(t, cfgPath, nil), initialize.ImagesOptions{
-		Selection: initialize.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},
+	imgs, err := clusterinit.ListImages(context.Background(), clients(t, cfgPath, nil), clusterinit.ImagesOptions{
+		Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},
 	})
 	if err != nil {
 		t.Fatal(err)

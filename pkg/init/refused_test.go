@@ -1,4 +1,4 @@
-package initialize_test
+package clusterinit_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
-	initialize "github.com/capctl/capctl/pkg/init"
+	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
 // writeBrokenProviders adds to the config at cfgPath two local providers: "badyaml", whose
@@ -100,16 +100,16 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 	v := "cluster-api:v1.14.0"
 	for _, tc := range []struct {
 		name string
-		sel  initialize.Selection
+		sel  clusterinit.Selection
 		cfg  string
 		want []string
 	}{
-		{name: "unknown provider", sel: initialize.Selection{Core: v, Infrastructure: []string{"nosuch"}}, want: []string{`"nosuch"`}},
-		{name: "missing version", sel: initialize.Selection{Core: "cluster-api:v9.9.9"}, want: []string{"v9.9.9"}},
-		{name: "components not YAML", sel: initialize.Selection{Core: v, Infrastructure: []string{"badyaml:v0.1.0"}}, want: []string{"badyaml", "line 5"}},
-		{name: "all at once", sel: initialize.Selection{Core: "cluster-api:v9.9.9", Infrastructure: []string{"nosuch", "badyaml:v0.1.0"}}, want: []string{"v9.9.9", `"nosuch"`, "badyaml"}},
-		{name: "unknown kind in the last provider", sel: initialize.Selection{Core: v, Infrastructure: []string{"tiny:v0.1.0", "oddkind:v0.1.0"}}, want: []string{"Frobnicator"}},
-		{name: "cert-manager cannot be fetched", sel: initialize.Selection{Core: v}, cfg: "nocm", want: []string{"cert-manager"}},
+		{name: "unknown provider", sel: clusterinit.Selection{Core: v, Infrastructure: []string{"nosuch"}}, want: []string{`"nosuch"`}},
+		{name: "missing version", sel: clusterinit.Selection{Core: "cluster-api:v9.9.9"}, want: []string{"v9.9.9"}},
+		{name: "components not YAML", sel: clusterinit.Selection{Core: v, Infrastructure: []string{"badyaml:v0.1.0"}}, want: []string{"badyaml", "line 5"}},
+		{name: "all at once", sel: clusterinit.Selection{Core: "cluster-api:v9.9.9", Infrastructure: []string{"nosuch", "badyaml:v0.1.0"}}, want: []string{"v9.9.9", `"nosuch"`, "badyaml"}},
+		{name: "unknown kind in the last provider", sel: clusterinit.Selection{Core: v, Infrastructure: []string{"tiny:v0.1.0", "oddkind:v0.1.0"}}, want: []string{"Frobnicator"}},
+		{name: "cert-manager cannot be fetched", sel: clusterinit.Selection{Core: v}, cfg: "nocm", want: []string{"cert-manager"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := cfgPath
@@ -121,7 +121,7 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := initialize.Init(ctx, clients(t, path, env.Config), initialize.Options{Validate: true, Selection: tc.sel})
+			_, err := clusterinit.Init(ctx, clients(t, path, env.Config), clusterinit.Options{Validate: true, Selection: tc.sel})
 			if err == nil {
 				t.Fatal("init was not refused")
 			}
