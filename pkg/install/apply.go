@@ -7,7 +7,10 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,6 +34,10 @@ const FieldManager = "capctl"
 const (
 	DefaultCRDTimeout   = time.Minute
 	DefaultRetryTimeout = 10 * time.Second
+	// DefaultConcurrency bounds the objects of one level (Namespaces, CRDs, the rest) applied at
+	// once: enough to hide the API server's per-request latency (a large CRD takes ~100 ms to
+	// store), few enough not to crowd a shared API server.
+	DefaultConcurrency = 8
 )
 
 // ObjectRef names one object of a component set.
@@ -80,9 +87,13 @@ type ApplyOptions struct {
 	CRDTimeout time.Duration
 	// RetryTimeout bounds the retries of one object on transient errors (default 10 s).
 	RetryTimeout time.Duration
+	// Concurrency bounds how many objects of one level are applied at once (default 8; 1 applies
+	// one at a time in the given order).
+	Concurrency int
 	// Log receives a line per step (V(0)) and per object (V(1)). Nil discards.
 	Log *logging.Logger
-	// OnApplied is called after each object was applied (progress bars, tests).
+	// OnApplied is called after each object was applied (progress bars, tests). Calls never
+	// overlap; done counts up by one per call.
 	OnApplied func(ref ObjectRef, done, total int)
 	// PendingCRDs are CRDs an earlier step of the same run installs (or, in a dry run, would have
 	// installed): their kinds count as known, and in a dry run objects of those kinds are reported
@@ -109,6 +120,9 @@ type ApplyError struct {
 	Applied []ObjectRef
 	Pending []ObjectRef // not applied, Object included
 	Err     error
+	// Others counts further objects of the same level that failed too (they ran concurrently
+	// with Object); they are in Pending.
+	Others int
 }
 
 func (e *ApplyError) Error() string {
@@ -121,6 +135,9 @@ func (e *ApplyError) Error() string {
 		what += " (" + e.Source + ")"
 	}
 	fmt.Fprintf(&b, "%s failed: %v", what, e.Err)
+	if e.Others > 0 {
+		fmt.Fprintf(&b, " (and %d more objects failed)", e.Others)
+	}
 	total := len(e.Applied) + len(e.Pending)
 	if len(e.Applied) == 0 {
 		fmt.Fprintf(&b, "; none of its %d objects was applied", total)
@@ -172,6 +189,11 @@ var crdGK = schema.GroupKind{Group: apiextensionsv1.GroupName, Kind: "CustomReso
 
 func isCRD(u *unstructured.Unstructured) bool {
 	return u.GroupVersionKind().GroupKind() == crdGK
+}
+
+func isWebhookConfiguration(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "admissionregistration.k8s.io" && (gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration")
 }
 
 // definedKinds returns the group/version/kinds the CRDs in objs serve.
@@ -245,8 +267,11 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 	}
 	defined, _ := definedKinds(append(append([]unstructured.Unstructured{}, objs...), opts.PendingCRDs...))
 
-	// Order: Namespaces, CRDs, then everything else in the order given.
-	var nss, crds, rest []*unstructured.Unstructured
+	// Levels: Namespaces, CRDs, everything else, then webhook configurations. Objects of one
+	// level are applied concurrently; a level starts when the one before is done. Webhook
+	// configurations come last so that no object of the set is sent while a webhook the same set
+	// registers (whose server is not running yet) could intercept it.
+	var nss, crds, rest, hooks []*unstructured.Unstructured
 	for i := range objs {
 		u := objs[i].DeepCopy()
 		switch {
@@ -254,19 +279,42 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 			nss = append(nss, u)
 		case isCRD(u):
 			crds = append(crds, u)
+		case isWebhookConfiguration(u):
+			hooks = append(hooks, u)
 		default:
 			rest = append(rest, u)
 		}
 	}
-	ordered := append(append(append([]*unstructured.Unstructured{}, nss...), crds...), rest...)
+	ordered := append(append(append(append([]*unstructured.Unstructured{}, nss...), crds...), rest...), hooks...)
 	refs := make([]ObjectRef, len(ordered))
 	for i, u := range ordered {
 		refs[i] = RefOf(u)
 	}
 	res := &Result{CRDs: len(crds)}
-	fail := func(i int, err error) (*Result, error) {
+	// applied[i] says refs[i] is in the cluster; Result.Applied and ApplyError list them in the
+	// order of refs whatever order the concurrent requests finished in.
+	applied := make([]bool, len(refs))
+	unchecked := make([]bool, len(refs))
+	collect := func() {
+		res.Applied, res.Unchecked = nil, nil
+		for i, r := range refs {
+			if applied[i] {
+				res.Applied = append(res.Applied, r)
+			}
+			if unchecked[i] {
+				res.Unchecked = append(res.Unchecked, r)
+			}
+		}
+	}
+	fail := func(i int, err error, others int) (*Result, error) {
+		collect()
 		res.Duration = time.Since(start)
-		ae := &ApplyError{Source: opts.Source, Applied: append([]ObjectRef(nil), res.Applied...), Pending: refs[len(res.Applied):], Err: err}
+		ae := &ApplyError{Source: opts.Source, Applied: append([]ObjectRef(nil), res.Applied...), Err: err, Others: others}
+		for k, r := range refs {
+			if !applied[k] {
+				ae.Pending = append(ae.Pending, r)
+			}
+		}
 		if i >= 0 {
 			ae.Object = refs[i]
 		}
@@ -300,11 +348,25 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 	}
 
 	total := len(ordered)
+	var mu sync.Mutex // guards applied, unchecked, done and serializes OnApplied
+	done := 0
+	markApplied := func(i int, isUnchecked bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		applied[i] = true
+		unchecked[i] = isUnchecked
+		done++
+		if !isUnchecked {
+			log.V(1).Info("Applied", "object", refs[i].String(), "dryRun", opts.DryRun)
+			if opts.OnApplied != nil {
+				opts.OnApplied(refs[i], done, total)
+			}
+		}
+	}
 	applyOne := func(i int, u *unstructured.Unstructured) error {
 		gvk := u.GroupVersionKind()
 		if opts.DryRun && (crdInstalledNow[gvk] || newNamespaces[u.GetNamespace()]) {
-			res.Unchecked = append(res.Unchecked, refs[i])
-			res.Applied = append(res.Applied, refs[i])
+			markApplied(i, true)
 			return nil
 		}
 		err := retry(ctx, opts.RetryTimeout, func() error {
@@ -319,31 +381,70 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 		if err != nil {
 			return err
 		}
-		res.Applied = append(res.Applied, refs[i])
-		log.V(1).Info("Applied", "object", refs[i].String(), "dryRun", opts.DryRun)
-		if opts.OnApplied != nil {
-			opts.OnApplied(refs[i], len(res.Applied), total)
-		}
+		markApplied(i, false)
 		return nil
 	}
-
-	for i, u := range ordered[:len(nss)+len(crds)] {
-		if err := applyOne(i, u); err != nil {
-			return fail(i, err)
+	limit := opts.Concurrency
+	if limit <= 0 {
+		limit = DefaultConcurrency
+	}
+	// applyLevel applies ordered[from:to] with at most limit requests at once. After the first
+	// failure it starts nothing new but lets the requests already sent finish, so that what it
+	// reports as applied is what the cluster holds. It returns the failure of the lowest index
+	// and how many others failed.
+	applyLevel := func(from, to int) (failedAt, others int, err error) {
+		errs := make([]error, to-from)
+		var g errgroup.Group
+		g.SetLimit(limit)
+		var mu sync.Mutex
+		stopped := false
+		isStopped := func() bool { mu.Lock(); defer mu.Unlock(); return stopped }
+		for i := from; i < to && !isStopped(); i++ {
+			g.Go(func() error {
+				if isStopped() { // a failure happened while this one waited for a slot
+					return nil
+				}
+				if err := applyOne(i, ordered[i]); err != nil {
+					mu.Lock()
+					errs[i-from], stopped = err, true
+					mu.Unlock()
+				}
+				return nil
+			})
 		}
+		_ = g.Wait() // the goroutines report through errs
+		failedAt = -1
+		for k, e := range errs {
+			switch {
+			case e == nil:
+			case failedAt < 0:
+				failedAt, err = from+k, e
+			default:
+				others++
+			}
+		}
+		return failedAt, others, err
+	}
+
+	if i, others, err := applyLevel(0, len(nss)); err != nil {
+		return fail(i, err, others)
+	}
+	if i, others, err := applyLevel(len(nss), len(nss)+len(crds)); err != nil {
+		return fail(i, err, others)
 	}
 	if len(crds) > 0 && !opts.DryRun {
 		log.V(1).Info("Waiting for CRDs to be established", "count", len(crds))
 		if err := WaitEstablished(ctx, c, names(crds), opts.CRDTimeout); err != nil {
-			return fail(-1, err)
+			return fail(-1, err, 0)
 		}
 	}
-	for j, u := range rest {
-		i := len(nss) + len(crds) + j
-		if err := applyOne(i, u); err != nil {
-			return fail(i, err)
-		}
+	if i, others, err := applyLevel(len(nss)+len(crds), total-len(hooks)); err != nil {
+		return fail(i, err, others)
 	}
+	if i, others, err := applyLevel(total-len(hooks), total); err != nil {
+		return fail(i, err, others)
+	}
+	collect()
 	res.Duration = time.Since(start)
 	return res, nil
 }

@@ -118,9 +118,16 @@ func TestApplyInstallsCRDsFirstAndIsIdempotent(t *testing.T) {
 	if len(res.Applied) != len(objs) || res.CRDs != 1 {
 		t.Fatalf("applied %d of %d, crds %d", len(res.Applied), len(objs), res.CRDs)
 	}
-	// Namespace, then CRD, then the rest in file order (the Widget right after its CRD).
-	if !strings.Contains(progress[0], "Namespace apply-test") || !strings.Contains(progress[1], "CustomResourceDefinition") || !strings.Contains(progress[2], "Widget apply-test/default-widget") {
+	// Levels: Namespace, then CRD, then the rest (concurrently, any order), webhook
+	// configurations last; progress counts up by one.
+	if len(progress) != len(objs) || !strings.Contains(progress[0], "Namespace apply-test") || !strings.Contains(progress[1], "CustomResourceDefinition") ||
+		!strings.Contains(progress[len(progress)-1], "ValidatingWebhookConfiguration") || !strings.Contains(strings.Join(progress[2:], ","), "Widget apply-test/default-widget") {
 		t.Errorf("order: %v", progress)
+	}
+	for i, p := range progress {
+		if !strings.HasPrefix(p, fmt.Sprintf("%d/%d ", i+1, len(objs))) {
+			t.Errorf("progress %d: %s", i, p)
+		}
 	}
 	if crdExisted {
 		t.Fatal("test setup: the Widget kind was known before its CRD was applied")
@@ -241,24 +248,10 @@ func TestApplyDryRunPersistsNothing(t *testing.T) {
 func TestApplyServerGoneMidwayThenRerunCompletes(t *testing.T) {
 	needEnv(t)
 	ctx := testenv.Context(t)
-	u, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := installtest.NewProxy(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Cut)
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Host = "https://" + proxy.Addr
-	cfg.TLSClientConfig.ServerName = u.Hostname()
-	c, err := cluster.NewForConfig(cfg, cluster.Options{}, "", "via-proxy", "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, proxy := viaProxy(t)
 	objs := renamed(t, "gone-test")
-	_, err = install.Apply(ctx, c, objs, install.ApplyOptions{Source: "widgets.yaml", OnApplied: func(r install.ObjectRef, done, total int) {
+	// One at a time, so exactly which objects were applied is known.
+	_, err := install.Apply(ctx, c, objs, install.ApplyOptions{Source: "widgets.yaml", Concurrency: 1, OnApplied: func(r install.ObjectRef, done, total int) {
 		if done == 3 {
 			proxy.Cut()
 		}
@@ -289,6 +282,85 @@ func TestApplyServerGoneMidwayThenRerunCompletes(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "gone-test", Name: "widgets-controller-manager"}, &appsv1.Deployment{}); err != nil {
 		t.Errorf("re-run did not complete: %v", err)
 	}
+}
+
+// With the default concurrency a failure part-way reports exactly what the cluster holds: every
+// object listed as applied is there, applied and pending together are the whole set, and the
+// failed object is among the pending.
+func TestApplyConcurrentFailureReportsWhatWasApplied(t *testing.T) {
+	needEnv(t)
+	ctx := testenv.Context(t)
+	c, proxy := viaProxy(t)
+	objs := renamed(t, "concurrent-gone")
+	_, err := install.Apply(ctx, c, objs, install.ApplyOptions{Source: "widgets.yaml", RetryTimeout: time.Second, OnApplied: func(r install.ObjectRef, done, total int) {
+		if done == 3 {
+			proxy.Cut()
+		}
+	}})
+	var ae *install.ApplyError
+	if !errors.As(err, &ae) {
+		t.Fatalf("want ApplyError, got %v", err)
+	}
+	if len(ae.Applied) < 3 || len(ae.Pending) == 0 || len(ae.Applied)+len(ae.Pending) != len(objs) {
+		t.Fatalf("applied %v pending %v", ae.Applied, ae.Pending)
+	}
+	if ae.Applied[0].Kind != "Namespace" || ae.Applied[1].Kind != "CustomResourceDefinition" {
+		t.Errorf("applied (in the set's order) should start with the Namespace and the CRD: %v", ae.Applied)
+	}
+	if ae.Object.Kind == "" || !containsRef(ae.Pending, ae.Object) || containsRef(ae.Applied, ae.Object) {
+		t.Errorf("failed object %v should be pending: applied %v pending %v", ae.Object, ae.Applied, ae.Pending)
+	}
+	if want := fmt.Sprintf("%d of %d objects were applied", len(ae.Applied), len(objs)); !strings.Contains(err.Error(), want) {
+		t.Errorf("error lacks %q: %v", want, err)
+	}
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	direct := needEnv(t)
+	for _, r := range ae.Applied {
+		o := r.Object()
+		if err := direct.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, &o); err != nil {
+			t.Errorf("%s is reported applied but: %v", r, err)
+		}
+	}
+	res, err := install.Apply(ctx, c, objs, install.ApplyOptions{Source: "widgets.yaml"})
+	if err != nil {
+		t.Fatalf("re-run: %v", err)
+	}
+	if len(res.Applied) != len(objs) {
+		t.Errorf("re-run applied %d", len(res.Applied))
+	}
+}
+
+// viaProxy is a client reaching the test API server through a proxy the test can cut.
+func viaProxy(t *testing.T) (*cluster.Client, *installtest.Proxy) {
+	t.Helper()
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := installtest.NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Cut)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Host = "https://" + proxy.Addr
+	cfg.TLSClientConfig.ServerName = u.Hostname()
+	c, err := cluster.NewForConfig(cfg, cluster.Options{}, "", "via-proxy", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, proxy
+}
+
+func containsRef(refs []install.ObjectRef, r install.ObjectRef) bool {
+	for _, x := range refs {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }
 
 func TestWaitExplainsWhyAndSucceedsWhenReady(t *testing.T) {

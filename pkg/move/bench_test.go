@@ -1,7 +1,6 @@
 package move
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -173,22 +172,4 @@ func BenchmarkClusterctlMoveFleet(b *testing.B) {
 }
 
 // serverRequests is the API server's own count of the requests it served (apiserver_request_total).
-func serverRequests(b *testing.B, env *testenv.Env) int64 {
-	b.Helper()
-	raw, err := env.Client.Discovery.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatalf("reading the API server's metrics: %v", err)
-	}
-	var total float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			total += v
-		}
-	}
-	return int64(total)
-}
+func serverRequests(b *testing.B, env *testenv.Env) int64 { return env.ServedRequests(b) }
