@@ -13,14 +13,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capctl/capctl/internal/livemgmt"
 	"github.com/capctl/capctl/internal/testenv"
 )
 
 func TestDemoScript(t *testing.T) {
 	if testing.Short() {
-		t.Skip("integration test: starts two real API servers")
+		t.Skip("end-to-end test: starts two live management clusters")
 	}
+	livemgmt.RequireBinaries(t, livemgmt.ManagerVersions[0])
+	testenv.FixturesDir(t)
 	root := testenv.RepoRoot()
+	// The demo shows what the controllers do: it must never write status or remove webhooks.
+	script, err := os.ReadFile(filepath.Join(root, "hack", "demo.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, banned := range []string{"--subresource=status", "--subresource status", "webhookconfiguration"} {
+		if strings.Contains(strings.ToLower(string(script)), banned) {
+			t.Errorf("hack/demo.sh contains %q: the controllers write status and the webhooks stay", banned)
+		}
+	}
 	bin := filepath.Join(t.TempDir(), "capctl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
 	build.Dir = root
@@ -28,12 +41,13 @@ func TestDemoScript(t *testing.T) {
 		t.Fatalf("building capctl: %v\n%s", err, out)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CAPCTL="+bin, "NO_COLOR=1", "CAPCTL_ENVTEST_DIR="+testenv.AssetsDir())
-	// On timeout, SIGTERM lets the script's trap stop the API servers it started.
+	cmd.Env = append(os.Environ(), "CAPCTL="+bin, "NO_COLOR=1", "CAPCTL_ENVTEST_DIR="+testenv.AssetsDir(),
+		"CAPCTL_CAPI_BINS="+livemgmt.ManagersDir())
+	// On timeout, SIGTERM lets the script's trap stop the management clusters it started.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	start := time.Now()
@@ -43,8 +57,13 @@ func TestDemoScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/demo.sh failed: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "== Done in") || !strings.Contains(out, "== Stopping the API servers") {
+	if !strings.Contains(out, "== Done in") || !strings.Contains(out, "== Stopping the management clusters") {
 		t.Fatalf("the demo did not finish and clean up:\n%s", out)
+	}
+	// Brought up by the controllers on the first management cluster, again after the move, and
+	// after the Kubernetes rollout.
+	if n := strings.Count(out, "Available=True after"); n < 3 {
+		t.Errorf("the demo saw the cluster Available %d times, want 3 (created, moved, rolled):\n%s", n, out)
 	}
 	// Every command this build has must have run, not been skipped.
 	has := func(args ...string) bool {
@@ -65,6 +84,7 @@ func TestDemoScript(t *testing.T) {
 		{[]string{"move"}, "$ capctl move "},
 		{[]string{"get", "kubeconfig"}, "$ capctl get kubeconfig "},
 		{[]string{"delete"}, "$ capctl delete "},
+		{[]string{"upgrade", "plan"}, "$ capctl upgrade plan --kubernetes-version "},
 	} {
 		if has(step.words...) && !strings.Contains(out, step.shown) {
 			t.Errorf("capctl %s exists but the demo did not run it:\n%s", strings.Join(step.words, " "), out)
