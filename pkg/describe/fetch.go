@@ -34,6 +34,10 @@ const (
 	// unlabelledListThreshold: when more referenced objects of one kind than this are missing from
 	// the labelled list, list the kind in the namespace once instead of reading each one.
 	unlabelledListThreshold = 10
+	// visibleGetThreshold: when grouping folds machines away, the objects of the machines left
+	// visible are read by GET (concurrently) up to this many per kind and namespace, rather than
+	// by a LIST of every machine's object of that kind.
+	visibleGetThreshold = 10
 )
 
 // Options select the cluster and what the tree shows (the describe cluster flags).
@@ -222,8 +226,9 @@ func (d *discoverer) get(ctx context.Context, r ref) (*unstructured.Unstructured
 // fetchBulk reads many referenced objects (machine infrastructure and bootstrap configs) with one
 // labelled LIST per kind and namespace. Objects the labelled list misses are read one by one when
 // few, or by one unlabelled LIST of the namespace when many, so the number of requests does not
-// grow with the number of machines.
-func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, out map[objKey]fetched, mu *sync.Mutex) {
+// grow with the number of machines. With preferGets (only some machines' objects are wanted), a
+// kind with at most visibleGetThreshold wanted objects is read by GETs instead.
+func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, preferGets bool, out map[objKey]fetched, mu *sync.Mutex) {
 	type bucketKey struct {
 		gk        schema.GroupKind
 		version   string
@@ -254,9 +259,17 @@ func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, out map[objKey]f
 				}
 				return
 			}
-			if len(rs) == 1 {
-				obj, err := d.get(ctx, rs[0])
-				set(rs[0], fetched{obj: obj, err: err})
+			if len(rs) == 1 || (preferGets && len(rs) <= visibleGetThreshold) {
+				var wg sync.WaitGroup
+				for _, r := range rs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						obj, err := d.get(ctx, r)
+						set(r, fetched{obj: obj, err: err})
+					}()
+				}
+				wg.Wait()
 				return
 			}
 			byName := map[string]*unstructured.Unstructured{}
@@ -325,6 +338,8 @@ type Snapshot struct {
 	ClusterResourceSetBinding *unstructured.Unstructured  `json:"clusterResourceSetBinding,omitempty"`
 	// Referenced are the objects the Cluster, machines and pools reference (infrastructure,
 	// control plane, bootstrap configs), each with why it could not be read when it could not.
+	// Fetched with Options.Grouping, it holds those of the machines that stay rows of the tree
+	// only (grouping folds the others into one row, which shows none of their objects).
 	Referenced []Referenced `json:"referenced,omitempty"`
 }
 
@@ -408,15 +423,20 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 }
 
 // fetchReferenced reads the referenced objects: the Cluster's two by GET, machine and pool
-// objects in bulk.
+// objects in bulk. With grouping, only the objects of machines that stay visible rows are read.
 func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
 	ns := s.Cluster.GetNamespace()
 	singles := []ref{readRef(s.Cluster.Object, ns, "spec", "infrastructureRef"), readRef(s.Cluster.Object, ns, "spec", "controlPlaneRef")}
 	var bulk []ref
+	visible := visibleMachines(s, d.opts)
 	for i := range s.Machines {
+		if visible != nil && !visible[s.Machines[i].GetName()] {
+			continue
+		}
 		m := s.Machines[i].Object
 		bulk = append(bulk, readRef(m, ns, "spec", "infrastructureRef"), readRef(m, ns, "spec", "bootstrap", "configRef"))
 	}
+	folded := visible != nil && len(visible) < len(s.Machines)
 	for i := range s.MachinePools {
 		m := s.MachinePools[i].Object
 		bulk = append(bulk, readRef(m, ns, "spec", "template", "spec", "infrastructureRef"), readRef(m, ns, "spec", "template", "spec", "bootstrap", "configRef"))
@@ -426,7 +446,7 @@ func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.fetchSingles(ctx, singles, objs, &mu) }()
-	go func() { defer wg.Done(); d.fetchBulk(ctx, bulk, objs, &mu) }()
+	go func() { defer wg.Done(); d.fetchBulk(ctx, bulk, folded, objs, &mu) }()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -446,6 +466,34 @@ func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	return nil
+}
+
+// visibleMachines names the machines that stay rows of the tree opts builds, or is nil when all
+// do (no grouping). It builds the tree from the snapshot so far (Build is pure and needs no
+// referenced object to decide grouping, which compares the machines' own conditions), so the
+// rows it finds are those of the final tree.
+func visibleMachines(s *Snapshot, opts Options) map[string]bool {
+	if !opts.Grouping || len(s.Machines) == 0 {
+		return nil
+	}
+	partial := *s
+	partial.Referenced = nil
+	tree, err := Build(&partial, opts)
+	if err != nil {
+		return nil // Build will report it; read everything meanwhile
+	}
+	out := map[string]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Category == CategoryMachine {
+			out[n.Name] = true
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(tree.Root)
+	return out
 }
 
 // Discover fetches a cluster's snapshot and builds its tree.
