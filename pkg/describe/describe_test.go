@@ -318,3 +318,49 @@ func waitFrame(t *testing.T, frames chan string) string {
 		}
 	}
 }
+
+// TestGroupedFetchReadsVisibleMachinesOnly: in the grouped view Fetch reads the infrastructure
+// and bootstrap objects of the machines that stay rows only, and the tree is the one built from a
+// full snapshot.
+func TestGroupedFetchReadsVisibleMachinesOnly(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	s := describetest.Large("grouped-fetch", 3, 150)
+	env.CreateNamespaces(t, s.Namespace)
+	describetest.Apply(ctx, t, env.Client, s.Objects)
+	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+
+	full, err := describe.Fetch(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped, err := describe.Fetch(ctx, env.Client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Machines) != 153 || len(grouped.Machines) != 153 {
+		t.Fatalf("machines: full %d, grouped %d", len(full.Machines), len(grouped.Machines))
+	}
+	if len(full.Referenced) != 2+2*153 {
+		t.Errorf("full snapshot: %d referenced objects, want %d", len(full.Referenced), 2+2*153)
+	}
+	if len(grouped.Referenced) >= 2+2*20 {
+		t.Errorf("grouped snapshot: %d referenced objects; grouping should leave few machines visible", len(grouped.Referenced))
+	}
+	var want, got bytes.Buffer
+	for _, x := range []struct {
+		s   *describe.Snapshot
+		out *bytes.Buffer
+	}{{full, &want}, {grouped, &got}} {
+		tree, err := describe.Build(x.s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := describe.Render(x.out, tree, describe.RenderOptions{Now: describetest.Now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want.String() != got.String() {
+		t.Errorf("grouped fetch renders\n%s\nthe full snapshot renders\n%s", got.String(), want.String())
+	}
+}
