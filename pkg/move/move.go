@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Defaults.
@@ -517,8 +517,8 @@ func compareProviders(src, dst []inventory.Provider) []string {
 				continue
 			}
 			found = true
-			sv, err1 := semver.NewVersion(s.Version)
-			dv, err2 := semver.NewVersion(d.Version)
+			sv, err1 := versions.Parse(s.Version)
+			dv, err2 := versions.Parse(d.Version)
 			if err1 == nil && err2 == nil && dv.LessThan(sv) {
 				out = append(out, fmt.Sprintf("provider %s in the target cluster is older than in the source cluster (source: %s, target: %s): upgrade it first", s.ManifestLabel(), s.Version, d.Version))
 			}
