@@ -1,0 +1,589 @@
+package upgrade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/describe"
+)
+
+// FleetSelection picks the clusters of a fleet operation; the plan and the apply use the same.
+type FleetSelection struct {
+	// Namespace limits the fleet to one namespace; empty means every namespace.
+	Namespace string
+	// Selector is a label selector over the Clusters' labels (kubectl syntax); empty: all.
+	Selector string
+	// Wave limits the apply to the clusters of one wave number.
+	Wave *int
+}
+
+// FleetApplyRequest is `capctl upgrade apply --kubernetes-version`: one request, one call.
+type FleetApplyRequest struct {
+	KubernetesVersion string
+	Selection         FleetSelection
+	// MaxParallel is how many clusters of a wave are upgraded at once (default 1).
+	MaxParallel int
+	// DryRun sends the first patch of every cluster as a server-side dry run and changes nothing.
+	DryRun bool
+	// Timeout bounds the whole upgrade of one cluster (default 30 minutes).
+	Timeout time.Duration
+	// PollInterval is how often a cluster's state is read while a step rolls out (default 5s).
+	PollInterval time.Duration
+	// Progress, when set, receives one line per event (a wave starts, a cluster patched, done).
+	Progress func(format string, args ...any)
+}
+
+// Cluster results in a FleetApplyReport.
+const (
+	ResultUpgraded    = "Upgraded"
+	ResultUpToDate    = "UpToDate"
+	ResultWouldPatch  = "WouldUpgrade"
+	ResultFailed      = "Failed"
+	ResultStopped     = "Stopped"
+	ResultNotStarted  = "NotStarted"
+	ResultInterrupted = "Interrupted"
+)
+
+// FleetApplyReport is what the fleet apply did, wave by wave.
+type FleetApplyReport struct {
+	KubernetesVersion string             `json:"kubernetesVersion"`
+	DryRun            bool               `json:"dryRun,omitempty"`
+	Waves             []FleetWaveReport  `json:"waves"`
+	Failure           *FleetApplyFailure `json:"failure,omitempty"`
+	// Interrupted is set when the user stopped the run; re-running the same command continues.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// FleetWaveReport is one wave: its clusters and how long it took.
+type FleetWaveReport struct {
+	Wave     string               `json:"wave"`
+	Seconds  float64              `json:"seconds"`
+	Clusters []FleetClusterReport `json:"clusters"`
+}
+
+// FleetClusterReport is one cluster's steps.
+type FleetClusterReport struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Result    string            `json:"result"`
+	Seconds   float64           `json:"seconds"`
+	Steps     []FleetStepReport `json:"steps,omitempty"`
+}
+
+// FleetStepReport is one version change: the objects patched (none when a re-run found the
+// version already set) and how long until the step was done.
+type FleetStepReport struct {
+	Component string   `json:"component"`
+	Version   string   `json:"version"`
+	Patched   []string `json:"patched,omitempty"`
+	Seconds   float64  `json:"seconds"`
+	Done      bool     `json:"done"`
+}
+
+// FleetApplyFailure names the cluster and step that stopped the fleet, and why.
+type FleetApplyFailure struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Step      string `json:"step"`
+	Reason    string `json:"reason"`
+	// Pending are what the controllers had not finished when it stopped.
+	Pending []string `json:"pending,omitempty"`
+	// Describe is the cluster's `capctl describe cluster` tree at that moment.
+	Describe []string `json:"describe,omitempty"`
+}
+
+// ErrFleetStopped is returned (with the report) when a cluster failed or timed out.
+var ErrFleetStopped = errors.New("the fleet upgrade stopped")
+
+// ErrFleetInterrupted is returned (with the report) when the context was cancelled (Ctrl-C).
+var ErrFleetInterrupted = errors.New("the fleet upgrade was interrupted")
+
+// PreflightError lists every reason the fleet apply refused to start; nothing was changed.
+type PreflightError struct{ Problems []string }
+
+func (e *PreflightError) Error() string {
+	return "the fleet upgrade was refused, nothing was changed:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// ApplyFleet upgrades the Kubernetes version of the selected clusters wave by wave, following
+// the plan PlanFleet prints. Every check runs before the first write. It returns the report
+// also when it stops (ErrFleetStopped, ErrFleetInterrupted).
+func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetApplyReport, error) {
+	if req.MaxParallel <= 0 {
+		req.MaxParallel = 1
+	}
+	if req.Timeout <= 0 {
+		req.Timeout = 30 * time.Minute
+	}
+	if req.PollInterval <= 0 {
+		req.PollInterval = 5 * time.Second
+	}
+	if req.Progress == nil {
+		req.Progress = func(string, ...any) {}
+	}
+	plan, infos, err := preflightFleet(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}}
+	for _, w := range plan.Waves {
+		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
+		for i, cu := range w.Clusters {
+			report.Waves[len(report.Waves)-1].Clusters[i] = FleetClusterReport{Namespace: cu.Namespace, Name: cu.Name, Result: ResultNotStarted}
+		}
+	}
+	a := &fleetApplier{c: c, req: req, infos: infos}
+	for wi, w := range plan.Waves {
+		wr := &report.Waves[wi]
+		req.Progress("Wave %s: %d cluster(s)", w.Name(), len(w.Clusters))
+		start := time.Now()
+		stopped := a.runWave(ctx, w, wr, report)
+		wr.Seconds = since(start)
+		if stopped {
+			break
+		}
+		if !req.DryRun {
+			req.Progress("Wave %s: done in %.0fs", w.Name(), wr.Seconds)
+		}
+	}
+	switch {
+	case report.Interrupted:
+		return report, ErrFleetInterrupted
+	case report.Failure != nil:
+		return report, ErrFleetStopped
+	}
+	return report, nil
+}
+
+func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) / 1000 }
+
+// preflightFleet reads the fleet, plans it and refuses, listing every reason, when any selected
+// cluster cannot be upgraded.
+func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, error) {
+	if _, err := ParseKubernetesVersion(req.KubernetesVersion); err != nil {
+		return nil, nil, err
+	}
+	all, err := ReadFleet(ctx, c, c.RESTMapper())
+	if err != nil {
+		return nil, nil, err
+	}
+	infos, err := SelectFleet(all, req.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := BuildFleetPlan(infos, req.KubernetesVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	byKey := map[string]ClusterInfo{}
+	for _, in := range infos {
+		byKey[in.Namespace+"/"+in.Name] = in
+	}
+	var problems []string
+	for _, u := range plan.Unplannable {
+		if w := req.Selection.Wave; w != nil && u.Wave != "" {
+			if _, n, bad := clusterWave(byKey[u.Namespace+"/"+u.Name].Labels); bad == "" && n != nil && *n != *w {
+				continue
+			}
+		}
+		problems = append(problems, fmt.Sprintf("cluster %s/%s: %s", u.Namespace, u.Name, u.Reason))
+	}
+	var waves []FleetWave
+	for _, w := range plan.Waves {
+		if sel := req.Selection.Wave; sel != nil {
+			if w.Wave == nil || *w.Wave != *sel {
+				// An earlier wave that is not done yet must go first.
+				if w.Wave != nil && *w.Wave < *sel {
+					for _, cu := range w.Clusters {
+						if !cu.UpToDate {
+							problems = append(problems, fmt.Sprintf("cluster %s/%s of the earlier wave %d is not at %s yet: upgrade wave %d first", cu.Namespace, cu.Name, *w.Wave, req.KubernetesVersion, *w.Wave))
+						}
+					}
+				}
+				continue
+			}
+		}
+		for _, cu := range w.Clusters {
+			for _, s := range cu.Steps {
+				if s.AnyPatch {
+					problems = append(problems, fmt.Sprintf("cluster %s/%s: the path to %s goes through %s and nothing names which patch of that minor to use (the ClusterClass lists no spec.kubernetesVersions): upgrade to a v%d.%d patch first, e.g. --kubernetes-version v%d.%d.0", cu.Namespace, cu.Name, req.KubernetesVersion, strings.TrimSuffix(s.Version, ".x"), minorMajor(s.Version), minorOf(s.Version), minorMajor(s.Version), minorOf(s.Version)))
+					break
+				}
+			}
+		}
+		waves = append(waves, w)
+	}
+	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 && len(problems) == 0 {
+		problems = append(problems, fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel))
+	}
+	if len(problems) > 0 {
+		return nil, nil, &PreflightError{Problems: problems}
+	}
+	plan.Waves = waves
+	return plan, byKey, nil
+}
+
+func minorMajor(v string) uint64 {
+	var maj uint64
+	fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.", &maj)
+	return maj
+}
+
+// SelectFleet keeps the clusters of the selection's namespace whose labels match its selector.
+func SelectFleet(infos []ClusterInfo, sel FleetSelection) ([]ClusterInfo, error) {
+	s := labels.Everything()
+	if sel.Selector != "" {
+		var err error
+		if s, err = labels.Parse(sel.Selector); err != nil {
+			return nil, fmt.Errorf("--selector %q: %w", sel.Selector, err)
+		}
+	}
+	var out []ClusterInfo
+	for _, in := range infos {
+		if (sel.Namespace == "" || in.Namespace == sel.Namespace) && s.Matches(labels.Set(in.Labels)) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+type fleetApplier struct {
+	c     client.Client
+	req   FleetApplyRequest
+	infos map[string]ClusterInfo
+	mu    sync.Mutex
+}
+
+// runWave upgrades a wave's clusters, at most MaxParallel at once; the first failure stops the
+// wave (clusters not started stay untouched) and it returns true when the fleet must stop.
+func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveReport, report *FleetApplyReport) bool {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.req.MaxParallel)
+	for i := range w.Clusters {
+		cu := w.Clusters[i]
+		cr := &wr.Clusters[i]
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // stopped before it started: untouched
+			}
+			start := time.Now()
+			fail := a.runCluster(ctx, gctx, cu, cr)
+			cr.Seconds = since(start)
+			if fail != nil {
+				a.mu.Lock()
+				if report.Failure == nil && cr.Result == ResultFailed {
+					report.Failure = fail
+				}
+				a.mu.Unlock()
+				return errors.New(fail.Reason)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if ctx.Err() != nil {
+		report.Interrupted = true
+		return true
+	}
+	return report.Failure != nil
+}
+
+// runCluster brings one cluster to the target, step by step, from its actual state: before each
+// patch it waits for what is already set to roll out, so a re-run patches nothing twice.
+func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgrade, cr *FleetClusterReport) *FleetApplyFailure {
+	name := cu.Namespace + "/" + cu.Name
+	ctx, cancel := context.WithTimeout(gctx, a.req.Timeout)
+	defer cancel()
+	stop := func(step string, err error, pending []string) *FleetApplyFailure {
+		switch {
+		case userCtx.Err() != nil:
+			cr.Result = ResultInterrupted
+			a.req.Progress("  %s: interrupted during %s", name, step)
+			return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "interrupted"}
+		case gctx.Err() != nil:
+			cr.Result = ResultStopped
+			a.req.Progress("  %s: stopped during %s (another cluster of the wave failed)", name, step)
+			return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "stopped because another cluster failed"}
+		}
+		cr.Result = ResultFailed
+		reason := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = fmt.Sprintf("timed out after %s waiting for %s", a.req.Timeout, step)
+		}
+		a.req.Progress("  %s: FAILED during %s: %s", name, step, reason)
+		return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: reason, Pending: pending, Describe: a.describeLines(cu)}
+	}
+	target := a.req.KubernetesVersion
+	info := a.infos[name]
+	patchedAny := false
+	for {
+		s, err := a.readState(ctx, info, cu)
+		if err != nil {
+			return stop("reading the cluster", err, nil)
+		}
+		info.ControlPlaneVersion, info.WorkerVersions = s.ControlPlaneVersion(), s.WorkerVersions()
+		tv, _ := ParseKubernetesVersion(target)
+		next, reason := planCluster(info, tv)
+		if reason != "" {
+			return stop("planning", errors.New(reason), nil)
+		}
+		step, version, patchTarget := nextPatch(s, info, next, target)
+		if a.req.DryRun && step == "" {
+			cr.Result = ResultUpToDate
+			a.req.Progress("  %s: already at %s", name, target)
+			return nil
+		}
+		// Whatever is set already must finish rolling out before anything more is asked (after
+		// an interrupted run this is where it resumes); at the target this is the final wait.
+		if !a.req.DryRun {
+			if failed := a.waitSettled(ctx, cu, info, "", "", stop); failed != nil {
+				return failed
+			}
+		}
+		if step == "" {
+			if patchedAny {
+				cr.Result = ResultUpgraded
+				a.req.Progress("  %s: at %s", name, target)
+			} else {
+				cr.Result = ResultUpToDate
+				a.req.Progress("  %s: already at %s", name, target)
+			}
+			return nil
+		}
+		if userCtx.Err() != nil || gctx.Err() != nil {
+			return stop(stepName(step, version), userCtx.Err(), nil)
+		}
+		sr := FleetStepReport{Component: step, Version: version}
+		begin := time.Now()
+		// The patch runs to its end even when Ctrl-C arrives meanwhile: it stops after it.
+		patched, err := a.patch(context.WithoutCancel(ctx), s, patchTarget, version)
+		sr.Patched = patched
+		if err != nil {
+			cr.Steps = append(cr.Steps, sr)
+			return stop(stepName(step, version), err, nil)
+		}
+		if a.req.DryRun {
+			sr.Done = true
+			cr.Steps = append(cr.Steps, sr)
+			cr.Result = ResultWouldPatch
+			a.req.Progress("  %s: would set %s to %s (%s)", name, strings.Join(patched, ", "), version, "dry run")
+			return nil
+		}
+		patchedAny = true
+		a.req.Progress("  %s: set %s to %s", name, strings.Join(patched, ", "), version)
+		cr.Steps = append(cr.Steps, sr)
+		if failed := a.waitSettled(ctx, cu, info, step, version, stop); failed != nil {
+			cr.Steps[len(cr.Steps)-1].Seconds = since(begin)
+			return failed
+		}
+		cr.Steps[len(cr.Steps)-1].Seconds = since(begin)
+		cr.Steps[len(cr.Steps)-1].Done = true
+		a.req.Progress("  %s: %s done in %.0fs", name, stepName(step, version), since(begin))
+	}
+}
+
+func stepName(component, version string) string {
+	return UpgradeStep{Component: component, Version: version}.String()
+}
+
+// patchKind says which objects a step patches.
+type patchKind int
+
+const (
+	patchTopology patchKind = iota
+	patchControlPlane
+	patchWorkers
+)
+
+// nextPatch picks the next version to set from the cluster's fresh plan. A topology cluster gets
+// spec.topology.version (the target at once when its ClusterClass lists versions: the topology
+// controller then walks the minors itself); workers of a topology follow on their own.
+func nextPatch(s ClusterState, info ClusterInfo, cu ClusterUpgrade, target string) (string, string, patchKind) {
+	if s.Topology() {
+		if s.ControlPlaneVersion() == target {
+			return "", "", patchTopology
+		}
+		if info.ClassVersions != nil {
+			return ControlPlane, target, patchTopology
+		}
+		for _, st := range cu.Steps {
+			if st.Component == ControlPlane {
+				return ControlPlane, st.Version, patchTopology
+			}
+		}
+		return "", "", patchTopology
+	}
+	if len(cu.Steps) == 0 {
+		return "", "", patchControlPlane
+	}
+	st := cu.Steps[0]
+	if st.Component == Workers {
+		return Workers, st.Version, patchWorkers
+	}
+	return ControlPlane, st.Version, patchControlPlane
+}
+
+// waitSettled polls the cluster until the step is done (or, with an empty step, until what is
+// set has rolled out), the cluster's timeout, or a stop.
+func (a *fleetApplier) waitSettled(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, step, version string, stop func(string, error, []string) *FleetApplyFailure) *FleetApplyFailure {
+	var last []string
+	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
+		s, err := a.readState(ctx, info, cu)
+		if err != nil {
+			return false, err
+		}
+		var done bool
+		if step == "" {
+			last = Pending(s)
+			done = len(last) == 0
+		} else {
+			done, last = StepDone(s, step, version)
+		}
+		return done, nil
+	})
+	if err == nil {
+		return nil
+	}
+	name := "the rollout already under way"
+	if step != "" {
+		name = stepName(step, version)
+	}
+	return stop(name, err, last)
+}
+
+var capiV1beta2 = schema.GroupVersion{Group: capiGroup, Version: "v1beta2"}
+
+// readState reads the cluster, its control plane, workers and machines.
+func (a *fleetApplier) readState(ctx context.Context, info ClusterInfo, cu ClusterUpgrade) (ClusterState, error) {
+	var s ClusterState
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(capiV1beta2.WithKind("Cluster"))
+	if err := a.c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: cu.Name}, cl); err != nil {
+		return s, fmt.Errorf("reading Cluster %s/%s: %w", cu.Namespace, cu.Name, err)
+	}
+	s.Cluster = cl
+	ref, ok, _ := unstructured.NestedStringMap(cl.Object, "spec", "controlPlaneRef")
+	if ok && ref["name"] != "" && ref["kind"] != "" {
+		m, err := a.c.RESTMapper().RESTMapping(schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]})
+		if err != nil {
+			return s, fmt.Errorf("control plane kind %s: %w", ref["kind"], err)
+		}
+		cp := &unstructured.Unstructured{}
+		cp.SetGroupVersionKind(m.GroupVersionKind)
+		if err := a.c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: ref["name"]}, cp); err == nil {
+			s.ControlPlane = cp
+		} else if !apierrors.IsNotFound(err) {
+			return s, fmt.Errorf("reading control plane %s %s: %w", ref["kind"], ref["name"], err)
+		}
+	}
+	for _, kind := range []string{"MachineDeployment", "MachinePool", "Machine"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(capiV1beta2.WithKind(kind + "List"))
+		err := a.c.List(ctx, list, client.InNamespace(cu.Namespace), client.MatchingLabels{ClusterNameLabel: cu.Name})
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return s, fmt.Errorf("listing %ss of %s/%s: %w", kind, cu.Namespace, cu.Name, err)
+		}
+		if kind == "Machine" {
+			s.Machines = list.Items
+		} else {
+			s.Workers = append(s.Workers, list.Items...)
+		}
+	}
+	return s, nil
+}
+
+// patch sets version on what the step changes and returns the objects it patched; objects that
+// have it already are left alone (a re-run patches nothing twice).
+func (a *fleetApplier) patch(ctx context.Context, s ClusterState, kind patchKind, version string) ([]string, error) {
+	var opts []client.PatchOption
+	if a.req.DryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	mergePatch := func(u *unstructured.Unstructured, path ...string) error {
+		body := map[string]any{}
+		cur := body
+		for _, p := range path[:len(path)-1] {
+			next := map[string]any{}
+			cur[p] = next
+			cur = next
+		}
+		cur[path[len(path)-1]] = version
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		if err := a.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
+			return fmt.Errorf("patching %s/%s: %w", u.GetNamespace(), objName(u), err)
+		}
+		return nil
+	}
+	var done []string
+	switch kind {
+	case patchTopology:
+		if s.ControlPlaneVersion() != version {
+			if err := mergePatch(s.Cluster, "spec", "topology", "version"); err != nil {
+				return done, err
+			}
+			done = append(done, "Cluster "+s.Cluster.GetName()+" spec.topology.version")
+		}
+	case patchControlPlane:
+		if s.ControlPlane == nil {
+			return nil, fmt.Errorf("the control plane of %s/%s was not found", s.Cluster.GetNamespace(), s.Cluster.GetName())
+		}
+		if v, _, _ := unstructured.NestedString(s.ControlPlane.Object, "spec", "version"); v != version {
+			if err := mergePatch(s.ControlPlane, "spec", "version"); err != nil {
+				return done, err
+			}
+			done = append(done, objName(s.ControlPlane)+" spec.version")
+		}
+	case patchWorkers:
+		for i := range s.Workers {
+			w := &s.Workers[i]
+			if workerVersion(w) == version {
+				continue
+			}
+			if err := mergePatch(w, "spec", "template", "spec", "version"); err != nil {
+				return done, err
+			}
+			done = append(done, objName(w)+" spec.template.spec.version")
+		}
+	}
+	return done, nil
+}
+
+// describeLines renders the cluster's describe tree, to show why it stopped.
+func (a *fleetApplier) describeLines(cu ClusterUpgrade) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	t, err := describe.Discover(ctx, a.c, describe.Options{Namespace: cu.Namespace, Name: cu.Name, ShowConditions: "all"})
+	if err != nil {
+		return []string{"(describe failed: " + err.Error() + ")"}
+	}
+	var b bytes.Buffer
+	if err := describe.Render(&b, t, describe.RenderOptions{}); err != nil {
+		return []string{"(describe failed: " + err.Error() + ")"}
+	}
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}

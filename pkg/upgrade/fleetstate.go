@@ -1,0 +1,215 @@
+package upgrade
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Labels the Cluster API controllers put on Machines, telling who owns them.
+const (
+	controlPlaneMachineLabel = "cluster.x-k8s.io/control-plane"
+	deploymentNameLabel      = "cluster.x-k8s.io/deployment-name"
+	poolNameLabel            = "cluster.x-k8s.io/pool-name"
+)
+
+// ClusterState is what the fleet apply reads of one cluster to tell whether a step is done: the
+// Cluster, its control plane, its MachineDeployments and MachinePools, and its Machines.
+type ClusterState struct {
+	Cluster      *unstructured.Unstructured
+	ControlPlane *unstructured.Unstructured
+	// Workers are the cluster's MachineDeployments and MachinePools.
+	Workers  []unstructured.Unstructured
+	Machines []unstructured.Unstructured
+}
+
+// Topology tells whether the cluster has a managed topology (spec.topology).
+func (s ClusterState) Topology() bool {
+	t, ok, _ := unstructured.NestedMap(s.Cluster.Object, "spec", "topology")
+	return ok && t != nil
+}
+
+// ControlPlaneVersion is the version the cluster asks of its control plane: spec.topology.version
+// for a managed topology, else the control plane's spec.version.
+func (s ClusterState) ControlPlaneVersion() string {
+	if s.Topology() {
+		v, _, _ := unstructured.NestedString(s.Cluster.Object, "spec", "topology", "version")
+		return v
+	}
+	if s.ControlPlane == nil {
+		return ""
+	}
+	v, _, _ := unstructured.NestedString(s.ControlPlane.Object, "spec", "version")
+	return v
+}
+
+// WorkerVersions are the template versions of the MachineDeployments and MachinePools.
+func (s ClusterState) WorkerVersions() []string {
+	var out []string
+	for i := range s.Workers {
+		if v := workerVersion(&s.Workers[i]); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func workerVersion(u *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "version")
+	return v
+}
+
+// StepDone tells whether the cluster has finished getting to version for component: the wanted
+// version is set where it belongs (spec.topology.version, the control plane's spec.version, or
+// every MachineDeployment/MachinePool template), and Pending finds nothing left to do. When it
+// is not done it says why, one reason a line, as the controllers report it.
+func StepDone(s ClusterState, component, version string) (bool, []string) {
+	var why []string
+	if s.Topology() {
+		if v := s.ControlPlaneVersion(); v != version {
+			why = append(why, fmt.Sprintf("Cluster spec.topology.version is %s, not %s", orNone(v), version))
+		}
+	}
+	if s.Topology() || component == ControlPlane {
+		if s.ControlPlane == nil {
+			why = append(why, "the control plane object was not found")
+		} else if v, _, _ := unstructured.NestedString(s.ControlPlane.Object, "spec", "version"); v != version {
+			why = append(why, fmt.Sprintf("%s spec.version is %s, not %s yet", objName(s.ControlPlane), orNone(v), version))
+		}
+	}
+	if s.Topology() || component == Workers {
+		for i := range s.Workers {
+			if v := workerVersion(&s.Workers[i]); v != version {
+				why = append(why, fmt.Sprintf("%s template version is %s, not %s yet", objName(&s.Workers[i]), orNone(v), version))
+			}
+		}
+	}
+	why = append(why, Pending(s)...)
+	return len(why) == 0, why
+}
+
+// Pending lists what the controllers have not finished for the versions already set: the
+// Cluster is not Available, an object has not observed its latest spec, a control plane or
+// worker set reports another version or fewer up-to-date replicas than wanted, a Machine runs
+// another version than its owner asks, is not UpToDate, or is being deleted. Empty: settled.
+func Pending(s ClusterState) []string {
+	var why []string
+	if s.Cluster.GetDeletionTimestamp() != nil {
+		why = append(why, "the Cluster is being deleted")
+	}
+	if st, msg := condition(s.Cluster, "Available"); st != "True" {
+		why = append(why, "Cluster "+conditionLine("Available", st, msg))
+	}
+	cpVersion := ""
+	if cp := s.ControlPlane; cp != nil {
+		cpVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
+		why = append(why, generationLag(cp)...)
+		if got, _, _ := unstructured.NestedString(cp.Object, "status", "version"); got != cpVersion {
+			why = append(why, fmt.Sprintf("%s reports version %s, wants %s", objName(cp), orNone(got), cpVersion))
+		}
+		why = append(why, replicaLag(cp)...)
+	}
+	workerVersions := map[string]string{}
+	for i := range s.Workers {
+		w := &s.Workers[i]
+		workerVersions[w.GetKind()+"/"+w.GetName()] = workerVersion(w)
+		why = append(why, generationLag(w)...)
+		why = append(why, replicaLag(w)...)
+	}
+	machines := append([]unstructured.Unstructured(nil), s.Machines...)
+	sort.Slice(machines, func(i, j int) bool { return machines[i].GetName() < machines[j].GetName() })
+	for i := range machines {
+		m := &machines[i]
+		name := "Machine " + m.GetName()
+		if m.GetDeletionTimestamp() != nil {
+			why = append(why, name+" is being deleted")
+			continue
+		}
+		want, known := "", false
+		l := m.GetLabels()
+		if _, ok := l[controlPlaneMachineLabel]; ok && s.ControlPlane != nil {
+			want, known = cpVersion, true
+		} else if d := l[deploymentNameLabel]; d != "" {
+			want, known = workerVersions["MachineDeployment/"+d]
+		} else if p := l[poolNameLabel]; p != "" {
+			want, known = workerVersions["MachinePool/"+p]
+		}
+		if got, _, _ := unstructured.NestedString(m.Object, "spec", "version"); known && got != want {
+			why = append(why, fmt.Sprintf("%s runs %s, wants %s", name, orNone(got), want))
+		}
+		if st, msg := condition(m, "UpToDate"); st != "True" {
+			why = append(why, name+" "+conditionLine("UpToDate", st, msg))
+		}
+	}
+	return why
+}
+
+// condition reads a v1beta2 condition (status.conditions) as the controllers write it.
+func condition(u *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		st, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		if msg == "" {
+			msg, _ = m["reason"].(string)
+		}
+		return st, msg
+	}
+	return "", ""
+}
+
+func conditionLine(typ, status, msg string) string {
+	if status == "" {
+		return typ + " is not reported yet"
+	}
+	line := typ + " is " + status
+	if msg != "" {
+		line += ": " + msg
+	}
+	return line
+}
+
+// generationLag says when a controller has not yet observed the object's latest spec.
+func generationLag(u *unstructured.Unstructured) []string {
+	og, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if ok && og < u.GetGeneration() {
+		return []string{fmt.Sprintf("%s has not observed its latest spec yet (generation %d, observed %d)", objName(u), u.GetGeneration(), og)}
+	}
+	return nil
+}
+
+// replicaLag compares the wanted replicas with those reported and those up to date (the
+// v1beta2 status fields of the control-plane contract, MachineDeployments and MachinePools).
+func replicaLag(u *unstructured.Unstructured) []string {
+	want, hasWant, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	have, hasHave, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+	upToDate, hasUp, _ := unstructured.NestedInt64(u.Object, "status", "upToDateReplicas")
+	var why []string
+	if hasWant && have != want {
+		why = append(why, fmt.Sprintf("%s has %d replicas, wants %d", objName(u), have, want))
+	}
+	if hasHave || hasWant {
+		total := have
+		if hasWant {
+			total = max(want, have)
+		}
+		if !hasUp || upToDate < total {
+			why = append(why, fmt.Sprintf("%s has %d of %d replicas up to date", objName(u), upToDate, total))
+		}
+	}
+	return why
+}
+
+func objName(u *unstructured.Unstructured) string { return u.GetKind() + " " + u.GetName() }
+
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}
