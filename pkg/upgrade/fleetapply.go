@@ -229,8 +229,8 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 		}
 		waves = append(waves, w)
 	}
-	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel))
+	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 {
+		return nil, nil, &PreflightError{Problems: []string{fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel)}}
 	}
 	if len(problems) > 0 {
 		return nil, nil, &PreflightError{Problems: problems}

@@ -1,0 +1,428 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
+)
+
+var (
+	kcpGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"}
+	mdGVK  = capiV1beta2.WithKind("MachineDeployment")
+)
+
+func u(gvk schema.GroupVersionKind, ns, name string, labels map[string]string, spec map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	o.SetGroupVersionKind(gvk)
+	o.SetNamespace(ns)
+	o.SetName(name)
+	o.SetLabels(labels)
+	return o
+}
+
+func infraRef(kind string) map[string]any {
+	return map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": kind, "name": "x"}
+}
+
+// createFleetCluster creates a cluster without topology: a KubeadmControlPlane of one replica
+// and a MachineDeployment of one replica, at version, Available.
+func createFleetCluster(t *testing.T, c client.Client, ns, name, version, wave string) {
+	t.Helper()
+	ctx := testenv.Context(t)
+	l := map[string]string{}
+	if wave != "" {
+		l[PlainWaveLabel] = wave
+	}
+	cl := u(capiV1beta2.WithKind("Cluster"), ns, name, l, map[string]any{
+		"controlPlaneRef": map[string]any{"apiGroup": kcpGVK.Group, "kind": kcpGVK.Kind, "name": name + "-cp"},
+	})
+	cp := u(kcpGVK, ns, name+"-cp", map[string]string{ClusterNameLabel: name}, map[string]any{
+		"version": version, "replicas": int64(1),
+		"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": infraRef("DockerMachineTemplate")}},
+	})
+	md := u(mdGVK, ns, name+"-md", map[string]string{ClusterNameLabel: name}, map[string]any{
+		"clusterName": name, "replicas": int64(1),
+		"selector": map[string]any{"matchLabels": map[string]any{deploymentNameLabel: name + "-md"}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{deploymentNameLabel: name + "-md"}},
+			"spec": map[string]any{"clusterName": name, "version": version,
+				"bootstrap": map[string]any{"dataSecretName": "x"}, "infrastructureRef": infraRef("DockerMachineTemplate")},
+		},
+	})
+	for _, o := range []*unstructured.Unstructured{cl, cp, md} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	// Stand-in for the Cluster API controllers (no controller runs on envtest): the Cluster's
+	// Available condition, written through the status subresource.
+	setStatus(t, c, cl, map[string]any{"conditions": []any{testCondition("Available", "True")}})
+}
+
+func testCondition(typ, status string) map[string]any {
+	return map[string]any{"type": typ, "status": status, "reason": typ, "message": "", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+}
+
+func setStatus(t testing.TB, c client.Client, o *unstructured.Unstructured, status map[string]any) {
+	t.Helper()
+	if err := setStatusErr(context.Background(), c, o, status); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setStatusErr(ctx context.Context, c client.Client, o *unstructured.Unstructured, status map[string]any) error {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		return err
+	}
+	cur.Object["status"] = status
+	return c.Status().Update(ctx, cur)
+}
+
+// standIn plays, on envtest where no controller runs, what the kubeadm control plane and
+// MachineDeployment controllers do when a version changes: it replaces the Machines of an object
+// whose version changed (deletes the old Machine, creates one at the new version) and writes the
+// objects' status through the status subresource as those controllers would. Clusters in
+// stuck are left alone, as when their infrastructure manager is stopped.
+type standIn struct {
+	c     client.Client
+	mu    sync.Mutex
+	stuck map[string]bool
+	// log is the order in which it rolled objects out: "ns/object version".
+	log []string
+}
+
+func (s *standIn) setStuck(key string, v bool) { s.mu.Lock(); s.stuck[key] = v; s.mu.Unlock() }
+
+func (s *standIn) events() []string { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.log...) }
+
+func (s *standIn) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		for _, gvk := range []schema.GroupVersionKind{kcpGVK, mdGVK} {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk)
+			if err := s.c.List(ctx, list); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				_ = s.reconcile(ctx, &list.Items[i])
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *standIn) reconcile(ctx context.Context, o *unstructured.Unstructured) error {
+	cluster := o.GetLabels()[ClusterNameLabel]
+	s.mu.Lock()
+	stuck := s.stuck[o.GetNamespace()+"/"+cluster]
+	s.mu.Unlock()
+	if stuck {
+		return nil
+	}
+	isCP := o.GetKind() == kcpGVK.Kind
+	path := []string{"spec", "template", "spec", "version"}
+	if isCP {
+		path = []string{"spec", "version"}
+	}
+	want, _, _ := unstructured.NestedString(o.Object, path...)
+	og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+	if og == o.GetGeneration() {
+		return nil
+	}
+	ml := map[string]string{ClusterNameLabel: cluster}
+	if isCP {
+		ml[controlPlaneMachineLabel] = ""
+	} else {
+		ml[deploymentNameLabel] = o.GetName()
+	}
+	machines := &unstructured.UnstructuredList{}
+	machines.SetGroupVersionKind(capiV1beta2.WithKind("MachineList"))
+	if err := s.c.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingLabels(ml)); err != nil {
+		return err
+	}
+	for i := range machines.Items {
+		if v, _, _ := unstructured.NestedString(machines.Items[i].Object, "spec", "version"); v != want {
+			if err := s.c.Delete(ctx, &machines.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	m := u(capiV1beta2.WithKind("Machine"), o.GetNamespace(), fmt.Sprintf("%s-%s", o.GetName(), strings.ReplaceAll(want, ".", "-")), ml, map[string]any{
+		"clusterName": cluster, "version": want, "bootstrap": map[string]any{"dataSecretName": "x"}, "infrastructureRef": infraRef("DockerMachine"),
+	})
+	if err := s.c.Create(ctx, m); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	if err := setStatusErr(ctx, s.c, m, map[string]any{"conditions": []any{testCondition("UpToDate", "True")}}); err != nil {
+		return err
+	}
+	st := map[string]any{"observedGeneration": o.GetGeneration(), "replicas": int64(1), "upToDateReplicas": int64(1)}
+	if isCP {
+		st["version"] = want
+	}
+	if err := setStatusErr(ctx, s.c, o, st); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.log = append(s.log, o.GetNamespace()+"/"+o.GetName()+" "+want)
+	s.mu.Unlock()
+	return nil
+}
+
+func generations(t *testing.T, c client.Client, ns string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, gvk := range []schema.GroupVersionKind{capiV1beta2.WithKind("Cluster"), kcpGVK, mdGVK} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[o.GetKind()+"/"+o.GetName()] = o.GetGeneration()
+		}
+	}
+	return out
+}
+
+func specVersion(t *testing.T, c client.Client, gvk schema.GroupVersionKind, ns, name string) string {
+	t.Helper()
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(gvk)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+		t.Fatal(err)
+	}
+	path := []string{"spec", "version"}
+	if gvk.Kind == mdGVK.Kind {
+		path = []string{"spec", "template", "spec", "version"}
+	}
+	v, _, _ := unstructured.NestedString(o.Object, path...)
+	return v
+}
+
+func resultsOf(r *FleetApplyReport) map[string]string {
+	out := map[string]string{}
+	for _, w := range r.Waves {
+		for _, c := range w.Clusters {
+			out[c.Namespace+"/"+c.Name] = c.Result
+		}
+	}
+	return out
+}
+
+// TestApplyFleetOnAPIServer runs the fleet apply over clusters without topology on a real API
+// server; the standIn above does, through the status subresource, what the controllers would.
+func TestApplyFleetOnAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	crds := filepath.Join(testenv.FixturesDir(t), "crds")
+	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
+		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
+	}})
+	ctx := testenv.Context(t)
+	c := env.Client
+	env.CreateNamespaces(t, "ok", "bad", "stuck", "intr")
+	createFleetCluster(t, c, "ok", "a", "v1.34.2", "1")
+	createFleetCluster(t, c, "ok", "b", "v1.34.2", "2")
+	createFleetCluster(t, c, "ok", "c", "v1.34.2", "2")
+	createFleetCluster(t, c, "bad", "newer", "v1.36.0", "1")
+	createFleetCluster(t, c, "bad", "far", "v1.33.1", "1")
+	createFleetCluster(t, c, "stuck", "s", "v1.34.2", "1")
+	createFleetCluster(t, c, "stuck", "t", "v1.34.2", "2")
+	createFleetCluster(t, c, "intr", "i", "v1.34.2", "1")
+	createFleetCluster(t, c, "intr", "j", "v1.34.2", "2")
+
+	si := &standIn{c: c, stuck: map[string]bool{"stuck/s": true, "intr/i": true}}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The initial rollout: every object gets its first Machine and status.
+	si.setStuck("stuck/s", false)
+	si.setStuck("intr/i", false)
+	go si.run(sctx)
+	waitFor(t, func() bool { return len(si.events()) == 18 })
+	si.setStuck("stuck/s", true)
+	si.setStuck("intr/i", true)
+
+	req := func(ns string) FleetApplyRequest {
+		return FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, MaxParallel: 2, Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond}
+	}
+
+	t.Run("preflight refuses every unplannable cluster and changes nothing", func(t *testing.T) {
+		before := generations(t, c, "ok")
+		_, err := ApplyFleet(ctx, c, req(""))
+		var pe *PreflightError
+		if !errors.As(err, &pe) {
+			t.Fatalf("err = %v, want a PreflightError", err)
+		}
+		msg := err.Error()
+		for _, want := range []string{"bad/newer: the control plane runs v1.36.0, newer than v1.35.0: Kubernetes cannot be downgraded", "bad/far: the path to v1.35.0 goes through v1.34", "--kubernetes-version v1.34.0"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("refusal %q\nlacks %q", msg, want)
+			}
+		}
+		if _, err := ApplyFleet(ctx, c, FleetApplyRequest{KubernetesVersion: "1.35"}); err == nil || !strings.Contains(err.Error(), "must start with v") {
+			t.Errorf("bad target: %v", err)
+		}
+		three := 3
+		r := req("ok")
+		r.Selection.Wave = &three
+		if _, err := ApplyFleet(ctx, c, r); err == nil || !strings.Contains(err.Error(), "no selected cluster is in wave 3") {
+			t.Errorf("missing wave: %v", err)
+		}
+		two := 2
+		r.Selection.Wave = &two
+		if _, err := ApplyFleet(ctx, c, r); err == nil || !strings.Contains(err.Error(), "ok/a of the earlier wave 1 is not at v1.35.0 yet") {
+			t.Errorf("wave 2 before wave 1: %v", err)
+		}
+		if after := generations(t, c, "ok"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused apply changed objects: %v -> %v", before, after)
+		}
+	})
+
+	t.Run("dry run changes nothing", func(t *testing.T) {
+		before := generations(t, c, "ok")
+		r := req("ok")
+		r.DryRun = true
+		rep, err := ApplyFleet(ctx, c, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultsOf(rep); got["ok/a"] != ResultWouldPatch || got["ok/c"] != ResultWouldPatch {
+			t.Errorf("results %v", got)
+		}
+		if after := generations(t, c, "ok"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("dry run changed objects: %v -> %v", before, after)
+		}
+	})
+
+	t.Run("two waves, control plane then workers, wave after wave", func(t *testing.T) {
+		n := len(si.events())
+		rep, err := ApplyFleet(ctx, c, req("ok"))
+		if err != nil {
+			t.Fatalf("%v: %+v", err, rep)
+		}
+		for k, v := range resultsOf(rep) {
+			if v != ResultUpgraded {
+				t.Errorf("%s: %s", k, v)
+			}
+		}
+		a := rep.Waves[0].Clusters[0]
+		if len(a.Steps) != 2 || a.Steps[0].Component != ControlPlane || a.Steps[1].Component != Workers ||
+			fmt.Sprint(a.Steps[0].Patched) != "[KubeadmControlPlane a-cp spec.version]" || fmt.Sprint(a.Steps[1].Patched) != "[MachineDeployment a-md spec.template.spec.version]" {
+			t.Errorf("cluster a steps %+v", a.Steps)
+		}
+		ev := si.events()[n:]
+		if len(ev) != 6 || ev[0] != "ok/a-cp v1.35.0" || ev[1] != "ok/a-md v1.35.0" {
+			t.Errorf("rollout order %v: wave 1 control plane, its workers, then wave 2", ev)
+		}
+		for _, cl := range []string{"a", "b", "c"} {
+			if v := specVersion(t, c, mdGVK, "ok", cl+"-md"); v != "v1.35.0" {
+				t.Errorf("%s workers at %s", cl, v)
+			}
+		}
+		// A re-run continues from the clusters' state: nothing left, nothing patched twice.
+		before := generations(t, c, "ok")
+		rep, err = ApplyFleet(ctx, c, req("ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range resultsOf(rep) {
+			if v != ResultUpToDate {
+				t.Errorf("re-run %s: %s", k, v)
+			}
+		}
+		if after := generations(t, c, "ok"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("re-run patched: %v -> %v", before, after)
+		}
+	})
+
+	t.Run("a cluster that cannot finish stops the fleet with the reason", func(t *testing.T) {
+		r := req("stuck")
+		r.Timeout = 2 * time.Second
+		rep, err := ApplyFleet(ctx, c, r)
+		if !errors.Is(err, ErrFleetStopped) || rep == nil || rep.Failure == nil {
+			t.Fatalf("err = %v, report %+v", err, rep)
+		}
+		f := rep.Failure
+		if f.Name != "s" || f.Step != "control plane v1.35.0" || !strings.Contains(f.Reason, "timed out after 2s") {
+			t.Errorf("failure %+v", f)
+		}
+		if !strings.Contains(strings.Join(f.Pending, "\n"), "KubeadmControlPlane s-cp reports version v1.34.2, wants v1.35.0") {
+			t.Errorf("pending %q", f.Pending)
+		}
+		if !strings.Contains(strings.Join(f.Describe, "\n"), "Cluster stuck/s") {
+			t.Errorf("describe lines %q", f.Describe)
+		}
+		if got := resultsOf(rep); got["stuck/s"] != ResultFailed || got["stuck/t"] != ResultNotStarted {
+			t.Errorf("results %v", got)
+		}
+		if v := specVersion(t, c, kcpGVK, "stuck", "t-cp"); v != "v1.34.2" {
+			t.Errorf("the next wave was touched: t at %s", v)
+		}
+	})
+
+	t.Run("interrupted after a patch, the same command resumes", func(t *testing.T) {
+		ictx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		r := req("intr")
+		r.Progress = func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "set KubeadmControlPlane i-cp") {
+				cancel() // Ctrl-C right after the first patch
+			}
+		}
+		rep, err := ApplyFleet(ictx, c, r)
+		if !errors.Is(err, ErrFleetInterrupted) || !rep.Interrupted {
+			t.Fatalf("err = %v, report %+v", err, rep)
+		}
+		if v := specVersion(t, c, kcpGVK, "intr", "i-cp"); v != "v1.35.0" {
+			t.Errorf("the patch before the interrupt is missing: %s", v)
+		}
+		if v := specVersion(t, c, mdGVK, "intr", "i-md"); v != "v1.34.2" {
+			t.Errorf("a patch after the interrupt: workers at %s", v)
+		}
+		if v := specVersion(t, c, kcpGVK, "intr", "j-cp"); v != "v1.34.2" {
+			t.Errorf("the next wave was touched: %s", v)
+		}
+		si.setStuck("intr/i", false) // the controllers go on
+		rep, err = ApplyFleet(ctx, c, req("intr"))
+		if err != nil {
+			t.Fatalf("resumed: %v", err)
+		}
+		i := rep.Waves[0].Clusters[0]
+		if i.Result != ResultUpgraded || len(i.Steps) != 1 || i.Steps[0].Component != Workers {
+			t.Errorf("resumed cluster i: %+v (the control plane must not be patched again)", i)
+		}
+		if got := resultsOf(rep); got["intr/j"] != ResultUpgraded {
+			t.Errorf("results %v", got)
+		}
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the stand-in controllers")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
