@@ -39,7 +39,10 @@ type UpgradePlanOptions struct {
 	deps
 	// KubernetesVersion, when set, asks for the fleet's Kubernetes plan instead of the providers'.
 	KubernetesVersion string
-	Output            output.Format
+	// Selection picks the clusters of the Kubernetes plan (as upgrade apply does).
+	Selection     upgrade.FleetSelection
+	AllNamespaces bool
+	Output        output.Format
 }
 
 const upgradePlanLong = `
@@ -71,6 +74,9 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 				}
 				o.KubernetesVersion = v // 1.34.1 and v1.34.1 alike, as generate cluster accepts them
 			}
+			if err := checkFleetSelection(cmd, o.KubernetesVersion, o.AllNamespaces); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -78,6 +84,7 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 		},
 	}
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
+	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	return cmd
 }
@@ -89,7 +96,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		if err != nil {
 			return err
 		}
-		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.KubernetesVersion)
+		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.KubernetesVersion, o.Selection)
 		if err != nil {
 			return err
 		}
@@ -226,15 +233,26 @@ type UpgradeApplyOptions struct {
 	WaitTimeout   time.Duration
 	DryRun        bool
 	Output        output.Format
+	// Fleet is the one request of `apply --kubernetes-version` (the workload clusters'
+	// Kubernetes); Request is unused then.
+	Fleet         *upgrade.FleetApplyRequest
+	AllNamespaces bool
 
-	core        string
-	refs        map[provider.Type]*[]string
-	waitSeconds int
+	selection         upgrade.FleetSelection
+	kubernetesVersion string
+	wave              int
+	maxParallel       int
+	timeout           time.Duration
+	core              string
+	refs              map[provider.Type]*[]string
+	waitSeconds       int
 }
 
 const upgradeApplyLong = `
 Upgrade the providers of the management cluster: to the latest releases of a contract
 (--contract v1beta2, as "capctl upgrade plan" shows), or to the versions given per provider.
+With --kubernetes-version, upgrade instead the Kubernetes version of the workload clusters (see
+below).
 
 Every input is checked before anything changes: the providers must be installed, the versions
 must be published releases of their repositories, no downgrade, no skip of more than 3 minors
@@ -244,7 +262,19 @@ with. Then the old controllers are scaled to zero, and per provider the old comp
 place) and the inventory updated.
 
 Container args and env that were changed on the running controllers and that the new components
-do not carry are listed as warnings: the upgrade drops them, re-apply them afterwards.`
+do not carry are listed as warnings: the upgrade drops them, re-apply them afterwards.
+
+With --kubernetes-version vX.Y.Z, follow the plan "capctl upgrade plan --kubernetes-version"
+prints for the same selection (-n/-A, -l/--selector): wave by wave (all waves in order, or only
+--wave N), --max-parallel clusters of a wave at once. Clusters with a managed topology get
+spec.topology.version (the target at once when the ClusterClass lists spec.kubernetesVersions,
+its topology controller then walks the minors; else one minor at a time); other clusters get
+their control plane's spec.version, then every MachineDeployment/MachinePool template version,
+one minor at a time. A step is done when the control plane and every Machine report the
+version and are up to date and the Cluster is Available. Every cluster is checked before the
+first write. The first cluster that fails or exceeds --timeout stops the run, the rest are left
+untouched, and the report names the cluster, the step and why. Re-running the same command
+continues from the clusters' actual state; Ctrl-C stops after the patch under way.`
 
 // newCmdUpgradeApply builds `capctl upgrade apply`; runF, when set, replaces running it (tests).
 func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobra.Command {
@@ -256,10 +286,18 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 		Example: strings.TrimSpace(`
   capctl upgrade apply --contract v1beta2
   capctl upgrade apply --core capi-system/cluster-api:v1.14.0 -i capd-system/docker:v1.14.0
-  capctl upgrade apply --contract v1beta2 --dry-run`),
+  capctl upgrade apply --contract v1beta2 --dry-run
+  capctl upgrade apply --kubernetes-version v1.35.1 --max-parallel 3
+  capctl upgrade apply --kubernetes-version v1.35.1 --wave 1 -n prod --dry-run`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
+			if o.kubernetesVersion != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("max-parallel") || cmd.Flags().Changed("timeout") {
+				if err := o.completeFleet(cmd); err != nil {
+					return err
+				}
+			} else if err := checkFleetSelection(cmd, "", false); err != nil {
+				return err
+			} else if err := o.complete(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -278,8 +316,78 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.BoolVar(&o.WaitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
 	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
+	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
+	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
+	fl.IntVar(&o.maxParallel, "max-parallel", 1, "With --kubernetes-version: clusters of a wave upgraded at once")
+	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version: how long one cluster may take to reach the version")
+	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	return cmd
+}
+
+// completeFleet builds the fleet request of --kubernetes-version and checks it, before any
+// cluster call.
+func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
+	if o.kubernetesVersion == "" {
+		return usageErrorf("--wave, --max-parallel and --timeout need --kubernetes-version")
+	}
+	v, _, err := versions.Kubernetes(o.kubernetesVersion)
+	if err != nil {
+		return usageError{err}
+	}
+	o.kubernetesVersion = v
+	if err := checkFleetSelection(cmd, o.kubernetesVersion, o.AllNamespaces); err != nil {
+		return err
+	}
+	if o.Request.Contract != "" || o.core != "" || cmd.Flags().Changed("wait-providers") {
+		return usageErrorf("--kubernetes-version upgrades the workload clusters: it cannot be combined with --contract, provider flags or --wait-providers")
+	}
+	for _, t := range provider.Types[1:] {
+		if len(*o.refs[t]) > 0 {
+			return usageErrorf("--kubernetes-version cannot be combined with %s", t.Flag())
+		}
+	}
+	if o.maxParallel < 1 {
+		return usageErrorf("--max-parallel must be at least 1")
+	}
+	if o.timeout <= 0 {
+		return usageErrorf("--timeout must be positive, like 20m")
+	}
+	sel := o.selection
+	if cmd.Flags().Changed("wave") {
+		w := o.wave
+		sel.Wave = &w
+	}
+	o.Fleet = &upgrade.FleetApplyRequest{
+		KubernetesVersion: o.kubernetesVersion, Selection: sel, MaxParallel: o.maxParallel,
+		DryRun: o.DryRun, Timeout: o.timeout,
+	}
+	return nil
+}
+
+// addFleetSelectionFlags adds the flags that pick the clusters of a fleet plan or apply.
+func addFleetSelectionFlags(cmd *cobra.Command, sel *upgrade.FleetSelection, all *bool) {
+	fl := cmd.Flags()
+	fl.StringVarP(&sel.Namespace, "namespace", "n", "", "With --kubernetes-version: only the clusters of this namespace (default: every namespace)")
+	fl.BoolVarP(all, "all-namespaces", "A", false, "With --kubernetes-version: the clusters of every namespace (the default)")
+	fl.StringVarP(&sel.Selector, "selector", "l", "", "With --kubernetes-version: only the clusters matching this label selector")
+}
+
+// checkFleetSelection refuses selection flags without --kubernetes-version, and -n with -A.
+func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string, all bool) error {
+	fl := cmd.Flags()
+	if kubernetesVersion == "" {
+		for _, name := range []string{"namespace", "all-namespaces", "selector"} {
+			if fl.Changed(name) {
+				return usageErrorf("--%s selects workload clusters: it needs --kubernetes-version", name)
+			}
+		}
+		return nil
+	}
+	if all && fl.Changed("namespace") {
+		return usageErrorf("--all-namespaces and --namespace cannot be used together")
+	}
+	return nil
 }
 
 // complete builds the upgrade request from the flags and checks it, before any cluster call.
@@ -332,8 +440,11 @@ func parseUpgradeRef(t provider.Type, v string) (provider.Reference, error) {
 	return ref, nil
 }
 
-// runUpgradeApply makes the one upgrade.Apply call and prints its result.
+// runUpgradeApply makes the one upgrade.Apply (or upgrade.ApplyFleet) call and prints its result.
 func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
+	if o.Fleet != nil {
+		return runFleetApply(ctx, o)
+	}
 	cat, err := o.catalog(ctx)
 	if err != nil {
 		return err
@@ -385,4 +496,77 @@ func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
 	if res.DryRun {
 		fmt.Fprintln(w, "Dry run: nothing was changed.")
 	}
+}
+
+// runFleetApply rolls the workload clusters' Kubernetes version and prints the report; when it
+// stops it prints the report and why, then how to continue.
+func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
+	c, err := o.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	req := *o.Fleet
+	req.Progress = output.NewProgress(o.IO).Step
+	rep, err := upgrade.ApplyFleet(ctx, c, req)
+	if rep == nil {
+		return err
+	}
+	if rerr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return renderFleetApply(w, rep) }); rerr != nil {
+		return rerr
+	}
+	switch {
+	case errors.Is(err, upgrade.ErrFleetInterrupted):
+		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
+	case errors.Is(err, upgrade.ErrFleetStopped):
+		f := rep.Failure
+		return fmt.Errorf("%w at cluster %s/%s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Namespace, f.Name, f.Step, f.Reason)
+	}
+	return err
+}
+
+// renderFleetApply prints one row per cluster, wave by wave, then why the run stopped.
+func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
+	if len(rep.Waves) == 0 {
+		fmt.Fprintln(w, "There are no workload clusters to upgrade.")
+		return nil
+	}
+	t := output.NewTable(w, "WAVE", "CLUSTER", "RESULT", "STEPS", "SECONDS")
+	for _, wv := range rep.Waves {
+		for _, c := range wv.Clusters {
+			steps := make([]string, 0, len(c.Steps))
+			for _, s := range c.Steps {
+				st := upgrade.UpgradeStep{Component: s.Component, Version: s.Version}.String()
+				if len(s.Patched) == 0 {
+					st += " (already set)"
+				}
+				steps = append(steps, st)
+			}
+			t.Row(wv.Wave, c.Namespace+"/"+c.Name, c.Result, orDash(strings.Join(steps, " -> ")), fmt.Sprintf("%.1f", c.Seconds))
+		}
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	for _, wv := range rep.Waves {
+		fmt.Fprintf(w, "Wave %s: %.1fs\n", wv.Wave, wv.Seconds)
+	}
+	if f := rep.Failure; f != nil {
+		fmt.Fprintf(w, "\nStopped at cluster %s/%s, step %s: %s\n", f.Namespace, f.Name, f.Step, f.Reason)
+		if len(f.Pending) > 0 {
+			fmt.Fprintln(w, "Not finished:")
+			for _, p := range f.Pending {
+				fmt.Fprintf(w, "  - %s\n", p)
+			}
+		}
+		if len(f.Describe) > 0 {
+			fmt.Fprintf(w, "\ncapctl describe cluster %s -n %s:\n", f.Name, f.Namespace)
+			for _, l := range f.Describe {
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
+	if rep.DryRun {
+		fmt.Fprintln(w, "Dry run: nothing was changed (each cluster's first patch was checked by the API server).")
+	}
+	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -204,5 +206,40 @@ func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
 	out, _, code = runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "-o", "yaml", "--kubeconfig", env.Kubeconfig)
 	if code != 0 || !strings.Contains(out, "kubernetesVersion: v1.33.2") || !strings.Contains(out, "component: ControlPlane") {
 		t.Errorf("yaml: exit %d\n%s", code, out)
+	}
+}
+
+func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
+	o, err := parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--wave", "2", "--max-parallel", "3",
+		"--timeout", "90s", "-n", "prod", "-l", "env=prod", "--dry-run", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := o.Fleet
+	if f == nil || f.KubernetesVersion != "v1.35.1" || f.Selection.Wave == nil || *f.Selection.Wave != 2 || f.MaxParallel != 3 ||
+		f.Timeout != 90*time.Second || f.Selection.Namespace != "prod" || f.Selection.Selector != "env=prod" || !f.DryRun || o.Output != output.JSON {
+		t.Errorf("fleet request %+v (options %+v)", f, o)
+	}
+	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1")
+	if err != nil || o.Fleet.Selection.Wave != nil || o.Fleet.MaxParallel != 1 || o.Fleet.Timeout != 30*time.Minute {
+		t.Errorf("defaults: %+v %v", o.Fleet, err)
+	}
+	p, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "-n", "prod", "-l", "tier=gold")
+	if err != nil || p.Selection.Namespace != "prod" || p.Selection.Selector != "tier=gold" {
+		t.Errorf("plan selection: %+v %v", p, err)
+	}
+	for _, args := range [][]string{
+		{"--kubernetes-version", "v1.35"},
+		{"--kubernetes-version", "v1.35.1", "--contract", "v1beta2"},
+		{"--kubernetes-version", "v1.35.1", "-i", "docker:v1.14.0"},
+		{"--kubernetes-version", "v1.35.1", "--max-parallel", "0"},
+		{"--kubernetes-version", "v1.35.1", "--timeout", "0s"},
+		{"--kubernetes-version", "v1.35.1", "-n", "a", "-A"},
+		{"--wave", "1"},
+		{"--contract", "v1beta2", "-n", "prod"},
+	} {
+		if _, err := parseOptions(t, newCmdUpgradeApply, args...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }

@@ -119,12 +119,17 @@ type ClusterInfo struct {
 	WorkerVersions []string
 }
 
-// PlanFleet reads every Cluster of the management cluster and plans its upgrade to target.
-func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, target string) (*FleetPlan, error) {
+// PlanFleet reads the Clusters of the management cluster that sel picks (namespace and label
+// selector; the apply uses the same selection) and plans their upgrade to target.
+func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, target string, sel FleetSelection) (*FleetPlan, error) {
 	if _, _, err := versions.Kubernetes(target); err != nil {
 		return nil, err
 	}
-	infos, err := ReadFleet(ctx, c, mapper)
+	all, err := ReadFleet(ctx, c, mapper)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := SelectFleet(all, sel)
 	if err != nil {
 		return nil, err
 	}

@@ -117,12 +117,12 @@ func TestPlanFleetOnAPIServer(t *testing.T) {
 	}})
 	ctx := testenv.Context(t)
 
-	plan, err := PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2")
+	plan, err := PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2", FleetSelection{})
 	if err != nil || len(plan.Waves) != 0 || len(plan.Unplannable) != 0 {
 		t.Fatalf("empty fleet: %+v, %v", plan, err)
 	}
 	testenv.CreateFromFile(t, env.Client, "testdata/fleet.yaml")
-	plan, err = PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2")
+	plan, err = PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2", FleetSelection{})
 	if err != nil {
 		t.Fatal(err)
 	}

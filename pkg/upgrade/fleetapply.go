@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // FleetSelection picks the clusters of a fleet operation; the plan and the apply use the same.
@@ -125,6 +126,10 @@ func (e *PreflightError) Error() string {
 // the plan PlanFleet prints. Every check runs before the first write. It returns the report
 // also when it stops (ErrFleetStopped, ErrFleetInterrupted).
 func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetApplyReport, error) {
+	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
+	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
+		req.KubernetesVersion = v
+	}
 	if req.MaxParallel <= 0 {
 		req.MaxParallel = 1
 	}
@@ -176,7 +181,7 @@ func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) /
 // preflightFleet reads the fleet, plans it and refuses, listing every reason, when any selected
 // cluster cannot be upgraded.
 func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, error) {
-	if _, err := ParseKubernetesVersion(req.KubernetesVersion); err != nil {
+	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
 		return nil, nil, err
 	}
 	all, err := ReadFleet(ctx, c, c.RESTMapper())
@@ -341,7 +346,7 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			return stop("reading the cluster", err, nil)
 		}
 		info.ControlPlaneVersion, info.WorkerVersions = s.ControlPlaneVersion(), s.WorkerVersions()
-		tv, _ := ParseKubernetesVersion(target)
+		_, tv, _ := versions.Kubernetes(target)
 		next, reason := planCluster(info, tv)
 		if reason != "" {
 			return stop("planning", errors.New(reason), nil)

@@ -106,7 +106,11 @@ type standIn struct {
 
 func (s *standIn) setStuck(key string, v bool) { s.mu.Lock(); s.stuck[key] = v; s.mu.Unlock() }
 
-func (s *standIn) events() []string { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.log...) }
+func (s *standIn) events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
 
 func (s *standIn) run(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -277,7 +281,7 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 				t.Errorf("refusal %q\nlacks %q", msg, want)
 			}
 		}
-		if _, err := ApplyFleet(ctx, c, FleetApplyRequest{KubernetesVersion: "1.35"}); err == nil || !strings.Contains(err.Error(), "must start with v") {
+		if _, err := ApplyFleet(ctx, c, FleetApplyRequest{KubernetesVersion: "v1.35"}); err == nil || !strings.Contains(err.Error(), "is not a version like") {
 			t.Errorf("bad target: %v", err)
 		}
 		three := 3
@@ -425,4 +429,3 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
