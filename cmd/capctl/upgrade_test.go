@@ -210,7 +210,7 @@ func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
 }
 
 func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
-	o, err := parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--wave", "2", "--max-parallel", "3",
+	o, err := parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "1.35.1", "--wave", "2", "--max-parallel", "3",
 		"--timeout", "90s", "-n", "prod", "-l", "env=prod", "--dry-run", "-o", "json")
 	if err != nil {
 		t.Fatal(err)

@@ -331,7 +331,7 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 		}
 		cr.Result = ResultFailed
 		reason := err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			reason = fmt.Sprintf("timed out after %s waiting for %s", a.req.Timeout, step)
 		}
 		a.req.Progress("  %s: FAILED during %s: %s", name, step, reason)
@@ -454,7 +454,12 @@ func (a *fleetApplier) waitSettled(ctx context.Context, cu ClusterUpgrade, info 
 	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
 		s, err := a.readState(ctx, info, cu)
 		if err != nil {
-			return false, err
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			// A failed read (API server restarting, a timeout) is retried until the deadline.
+			last = []string{err.Error()}
+			return false, nil
 		}
 		var done bool
 		if step == "" {
