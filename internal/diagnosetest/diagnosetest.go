@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func ProviderOf(label string) Provider {
 
 // Management installs the Cluster API CRDs (labelled with their provider and contract), the
 // inventory, a controller Deployment per provider (Available, with --*-concurrency flags) and a
-// ready cert-manager.
+// ready cert-manager (its CRDs from the fixtures and its three Deployments).
 func Management(ctx context.Context, tb testing.TB, env *testenv.Env) {
 	tb.Helper()
 	describetest.InstallCRDs(tb, env)
@@ -98,6 +99,7 @@ func Management(ctx context.Context, tb testing.TB, env *testenv.Env) {
 		}
 		Deployment(ctx, tb, env.Client, p.Namespace, p.Deployment, map[string]string{inventory.ProviderLabel: p.Label()}, args, true)
 	}
+	env.InstallCRDs(tb, filepath.Join(testenv.FixturesDir(tb), "repository", "cert-manager", "v1.21.1", "cert-manager-crds.yaml"))
 	env.CreateNamespaces(tb, "cert-manager")
 	for _, d := range []string{"cert-manager", "cert-manager-cainjector", "cert-manager-webhook"} {
 		Deployment(ctx, tb, env.Client, "cert-manager", d, map[string]string{"app.kubernetes.io/instance": "cert-manager"}, nil, true)

@@ -319,7 +319,7 @@ func matchCertManager(in *Input) []Match {
 	m := Match{Kind: "Namespace", Name: "cert-manager"}
 	if !cm.Installed {
 		m.Summary = "cert-manager is not installed"
-		m.Evidence = []string{"no cert-manager Deployment in namespace cert-manager"}
+		m.Evidence = []string{"CRD certificates.cert-manager.io not found"}
 		return []Match{m}
 	}
 	m.Summary = "cert-manager is not ready"
