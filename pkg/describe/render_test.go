@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,34 @@ func TestWatchFramesAndErrors(t *testing.T) {
 	err := Watch(context.Background(), time.Millisecond, &buf, true, func(context.Context) ([]byte, error) { return nil, errors.New("boom") })
 	if err == nil || err.Error() != "boom" {
 		t.Errorf("first-frame error: %v", err)
+	}
+}
+
+// The fleet table: one row per cluster in capctl's table style; coloured cells keep the columns
+// of the plain table.
+func TestRenderSummary(t *testing.T) {
+	i := func(v int32) *int32 { return &v }
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rows := []ClusterSummary{
+		{Namespace: "default", Name: "prod", Version: "v1.34.1", ControlPlane: Counts{Ready: i(3), Desired: i(3)}, Workers: Counts{Ready: i(10), Desired: i(12)}, Available: "True", Created: now.Add(-49 * time.Hour)},
+		{Namespace: "team-a", Name: "going", ControlPlane: Counts{Ready: i(1), Desired: i(3)}, Available: "False", Reason: "NotAvailable", Paused: true, Deleting: true, Created: now.Add(-5 * time.Minute)},
+	}
+	var plain, coloured bytes.Buffer
+	if err := RenderSummary(&plain, rows, RenderOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"NAMESPACE   NAME                  VERSION   CONTROL PLANE   WORKERS   AVAILABLE   REASON         PAUSED   AGE\n" +
+		"default     prod                  v1.34.1   3/3             10/12     True                       false    2d1h\n" +
+		"team-a      !! DELETED !! going   -         1/3             -         False       NotAvailable   true     5m\n"
+	if plain.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", plain.String(), want)
+	}
+	if err := RenderSummary(&coloured, rows, RenderOptions{Now: now, Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	stripped := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(coloured.String(), "")
+	if coloured.String() == plain.String() || stripped != plain.String() {
+		t.Errorf("coloured table without its colours:\n%s\nplain:\n%s", stripped, plain.String())
 	}
 }

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/output"
 )
 
 // ClusterSummary is one row of `describe clusters`.
@@ -183,25 +182,7 @@ func RenderSummary(w io.Writer, rows []ClusterSummary, o RenderOptions) error {
 		now = time.Now()
 	}
 	p := palette{on: o.Color}
-	cfg := tablewriter.Config{
-		Row: tw.CellConfig{
-			Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
-			Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-			Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
-		},
-		Header: tw.CellConfig{
-			Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone, AutoFormat: tw.Off},
-			Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-			Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
-		},
-		Behavior: tw.Behavior{TrimSpace: tw.Off},
-	}
-	var buf strings.Builder
-	t := tablewriter.NewTable(&buf, tablewriter.WithConfig(cfg), tablewriter.WithRendition(tw.Rendition{
-		Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
-		Borders:  tw.BorderNone,
-	}))
-	t.Header([]string{"NAMESPACE", "NAME", "VERSION", "CONTROL PLANE", "WORKERS", "AVAILABLE", "REASON", "PAUSED", "AGE"})
+	t := output.NewTable(w, "NAMESPACE", "NAME", "VERSION", "CONTROL PLANE", "WORKERS", "AVAILABLE", "REASON", "PAUSED", "AGE")
 	for _, s := range rows {
 		avail := p.status(Condition{Type: availableCondition, Status: s.Available})
 		paused := "false"
@@ -224,21 +205,7 @@ func RenderSummary(w io.Writer, rows []ClusterSummary, o RenderOptions) error {
 		if version == "" {
 			version = "-"
 		}
-		if err := t.Append([]string{s.Namespace, name, version, s.ControlPlane.String(), s.Workers.String(), avail, s.Reason, paused, age}); err != nil {
-			return err
-		}
+		t.Row(s.Namespace, name, version, s.ControlPlane.String(), s.Workers.String(), avail, s.Reason, paused, age)
 	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	// Drop the padding tablewriter leaves at line ends.
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(buf.String(), "\n") {
-		if l == "" {
-			continue
-		}
-		out.WriteString(strings.TrimRight(l, " \n") + "\n")
-	}
-	_, err := io.WriteString(w, out.String())
-	return err
+	return t.Flush()
 }
