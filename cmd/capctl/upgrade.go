@@ -548,6 +548,14 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		return err
 	}
 	for _, wv := range rep.Waves {
+		started := false
+		for _, c := range wv.Clusters {
+			started = started || c.Result != upgrade.ResultNotStarted
+		}
+		if !started {
+			fmt.Fprintf(w, "Wave %s: not started\n", wv.Wave)
+			continue
+		}
 		fmt.Fprintf(w, "Wave %s: %.1fs\n", wv.Wave, wv.Seconds)
 	}
 	if f := rep.Failure; f != nil {

@@ -243,3 +243,30 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderFleetApplyStopped(t *testing.T) {
+	rep := &upgrade.FleetApplyReport{KubernetesVersion: "v1.35.0", Waves: []upgrade.FleetWaveReport{
+		{Wave: "1", Seconds: 12.5, Clusters: []upgrade.FleetClusterReport{
+			{Namespace: "p", Name: "a", Result: upgrade.ResultUpgraded, Seconds: 10, Steps: []upgrade.FleetStepReport{
+				{Component: upgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"KubeadmControlPlane a spec.version"}, Done: true},
+				{Component: upgrade.Workers, Version: "v1.35.0", Done: true}}},
+			{Namespace: "p", Name: "b", Result: upgrade.ResultFailed, Seconds: 2.5},
+		}},
+		{Wave: "2", Clusters: []upgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: upgrade.ResultNotStarted}}},
+	}, Failure: &upgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
+		Pending: []string{"KubeadmControlPlane b reports version v1.34.2, wants v1.35.0"}, Describe: []string{"Cluster p/b"}}}
+	var b strings.Builder
+	if err := renderFleetApply(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"control plane v1.35.0 -> workers v1.35.0 (already set)", "Wave 1: 12.5s", "Wave 2: not started",
+		"Stopped at cluster p/b, step control plane v1.35.0: timed out after 2s",
+		"  - KubeadmControlPlane b reports version v1.34.2, wants v1.35.0", "capctl describe cluster b -n p:\nCluster p/b",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
