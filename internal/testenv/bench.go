@@ -1,11 +1,15 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ServedRequests is the API server's own count of the requests it has served
@@ -37,10 +41,37 @@ func ResetPeakRSS() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
+// RunSampled runs cmd, returning its combined output and its peak RSS in MiB, sampled from
+// /proc/PID/status (VmHWM) every 20 ms while it runs. The child's rusage is no good for this: a
+// child started from a large process reports the parent's RSS at the fork as its own maximum.
+func RunSampled(cmd *exec.Cmd) ([]byte, float64, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var peak float64
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return out.Bytes(), peak, err
+		case <-tick.C:
+			peak = max(peak, vmHWM(status))
+		}
+	}
+}
+
 // PeakRSSMiB is this process's peak resident set size in MiB (VmHWM), or 0 where the kernel does
 // not say.
-func PeakRSSMiB() float64 {
-	raw, err := os.ReadFile("/proc/self/status")
+func PeakRSSMiB() float64 { return vmHWM("/proc/self/status") }
+
+func vmHWM(status string) float64 {
+	raw, err := os.ReadFile(status)
 	if err != nil {
 		return 0
 	}
