@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/pkg/upgrade"
+)
+
+// TestFleetKubernetesUpgradeLive: three in-memory ClusterClass clusters in two waves, at
+// k8sVersion; `capctl upgrade apply --kubernetes-version` one minor up. The real topology, kubeadm
+// control plane and MachineDeployment controllers replace every Machine; capctl waits for them
+// wave by wave and reports the time per cluster and per wave.
+func TestFleetKubernetesUpgradeLive(t *testing.T) {
+	const (
+		fleetNS = "fleet"
+		target  = "v1.35.0"
+	)
+	e := start(t, 1)
+	mgmt := e.clusters[0]
+	e.initAt(mgmt, "v1.14.0")
+	if t.Failed() {
+		t.FailNow()
+	}
+	waves := map[string]string{"f-1": "1", "f-2": "2", "f-3": "2"}
+	for _, name := range []string{"f-1", "f-2", "f-3"} {
+		e.createCluster(mgmt, fleetNS, name, k8sVersion, 1)
+	}
+	ctx := context.Background()
+	for name, wave := range waves {
+		e.waitAvailable(mgmt, fleetNS, name, 5*time.Minute)
+		u, err := getCluster(ctx, mgmt, fleetNS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[upgrade.PlainWaveLabel] = wave
+		u.SetLabels(l)
+		if err := mgmt.Client.Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := machineVersions(t, mgmt, fleetNS)
+	if len(before) != 6 {
+		t.Fatalf("want 6 Machines (3 clusters, 1 control plane + 1 worker each), got %v", before)
+	}
+
+	plan := e.mustCapctl(mgmt, "upgrade", "plan", "--kubernetes-version", target, "-n", fleetNS)
+	if !strings.Contains(plan, "3 cluster(s) in 2 wave(s), 0 cannot be planned") {
+		t.Fatalf("plan:\n%s", plan)
+	}
+	start := time.Now()
+	out := e.mustCapctl(mgmt, "upgrade", "apply", "--kubernetes-version", target, "-n", fleetNS,
+		"--max-parallel", "2", "--timeout", "8m", "-o", "json")
+	total := time.Since(start)
+	i := strings.Index(out, "{\n")
+	if i < 0 {
+		t.Fatalf("no JSON report in:\n%s", out)
+	}
+	var rep upgrade.FleetApplyReport
+	if err := json.Unmarshal([]byte(out[i:]), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if len(rep.Waves) != 2 || len(rep.Waves[0].Clusters) != 1 || len(rep.Waves[1].Clusters) != 2 {
+		t.Fatalf("waves %+v", rep.Waves)
+	}
+	for _, w := range rep.Waves {
+		t.Logf("wave %s: %.1fs", w.Wave, w.Seconds)
+		for _, c := range w.Clusters {
+			t.Logf("  cluster %s: %s in %.1fs, steps %+v", c.Name, c.Result, c.Seconds, c.Steps)
+			if c.Result != upgrade.ResultUpgraded {
+				t.Errorf("cluster %s: %s", c.Name, c.Result)
+			}
+		}
+	}
+	t.Logf("fleet of 3 clusters, 2 waves, one minor up: %s", total.Round(100*time.Millisecond))
+
+	after := machineVersions(t, mgmt, fleetNS)
+	for name, v := range after {
+		if v != target {
+			t.Errorf("Machine %s runs %s after the upgrade", name, v)
+		}
+		if _, old := before[name]; old {
+			t.Errorf("Machine %s was not replaced", name)
+		}
+	}
+	if len(after) != 6 {
+		t.Errorf("Machines after the upgrade: %v", after)
+	}
+	for name := range waves {
+		e.waitAvailable(mgmt, fleetNS, name, time.Minute)
+	}
+	// The same command again continues from the clusters' state: nothing left to do.
+	again := e.mustCapctl(mgmt, "upgrade", "apply", "--kubernetes-version", target, "-n", fleetNS)
+	if strings.Count(again, upgrade.ResultUpToDate) != 3 {
+		t.Errorf("re-run:\n%s", again)
+	}
+}
+
+// machineVersions maps each Machine of ns to its spec.version.
+func machineVersions(t *testing.T, c *livemgmt.Cluster, ns string) map[string]string {
+	t.Helper()
+	ms, err := listMachines(context.Background(), c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range ms {
+		v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
+		out[m.GetName()] = v
+	}
+	return out
+}
