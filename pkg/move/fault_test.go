@@ -3,12 +3,14 @@ package move
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -252,4 +254,85 @@ func withoutJournal(t *testing.T, objs map[string]*unstructured.Unstructured, wa
 		t.Errorf("the journal (ConfigMap and data Secrets) is not there: %d objects", found)
 	}
 	return objs
+}
+
+// TestMoveWhileASourceControllerReAddsFinalizers stands in for a source controller that is still
+// running during the delete phase: as Cluster API's reconcilers do before they look at the pause,
+// it puts its finalizer back on any object that has none and is not being deleted, right after
+// the move stripped it. The move must still empty the source (a delete after the re-add would
+// leave the object behind for good, its paused controller never removing the finalizer).
+func TestMoveWhileASourceControllerReAddsFinalizers(t *testing.T) {
+	src, dst := sharedPair(t)
+	ctx := testenv.Context(t)
+	const ns = "fault-live-controller"
+	src.CreateNamespaces(t, ns)
+	b := &builder{tb: t, c: src.Client, ns: ns}
+	total := b.addCluster("c", clusterOpts{cpCount: 1, workers: 1})
+	original := snapshot(t, src.Client, ns)
+	kinds, err := DiscoverTypes(ctx, src.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const finalizer = "test.capctl.io/controller"
+	var mu sync.Mutex
+	var reAdded []string
+	var hookErr error
+	controller := func(phase string, _ int) {
+		if phase != "unfinalized" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		objs, err := listAll(ctx, src.Client, kinds, []string{ns}, nil)
+		if err != nil {
+			hookErr = err
+			return
+		}
+		for i := range objs {
+			o := &objs[i]
+			if _, marked := o.GetAnnotations()[DeleteForMoveAnnotation]; !marked || len(o.GetFinalizers()) > 0 || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			o.SetFinalizers([]string{finalizer})
+			err := src.Client.Update(ctx, o)
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue // deleted or changed meanwhile: a controller would requeue
+			}
+			if err != nil {
+				hookErr = fmt.Errorf("re-adding the finalizer to %s/%s: %w", o.GetKind(), o.GetName(), err)
+				return
+			}
+			reAdded = append(reAdded, o.GetKind()+"/"+o.GetName())
+		}
+	}
+
+	rep, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns}, Hook: controller})
+	if hookErr != nil {
+		t.Fatalf("the stand-in controller failed: %v", hookErr)
+	}
+	if len(reAdded) == 0 {
+		t.Fatal("the stand-in controller re-added no finalizer: the test proves nothing")
+	}
+	if err != nil {
+		t.Fatalf("move with a running source controller: %v", err)
+	}
+	if !rep.Verified {
+		t.Errorf("report not verified: %+v", rep)
+	}
+	if left := snapshot(t, src.Client, ns); len(left) != 0 {
+		t.Errorf("left in the source after finalizers were re-added to %v: %v", reAdded, keys(left))
+	}
+	moved := snapshot(t, dst.Client, ns)
+	if len(moved) != total {
+		t.Errorf("target holds %d of %d objects", len(moved), total)
+	}
+	for k, o := range moved {
+		if _, marked := o.GetAnnotations()[DeleteForMoveAnnotation]; marked {
+			t.Errorf("%s carries %s in the target", k, DeleteForMoveAnnotation)
+		}
+		if was := original[k]; was != nil && fmt.Sprint(was.GetFinalizers()) != fmt.Sprint(o.GetFinalizers()) {
+			t.Errorf("%s finalizers in the target %v, before the move %v", k, o.GetFinalizers(), was.GetFinalizers())
+		}
+	}
 }

@@ -463,20 +463,40 @@ func (m *mover) deleteOne(ctx context.Context, n *Node, cur *unstructured.Unstru
 		"finalizers":  nil,
 		"uid":         string(uid), // the patch fails if the object was replaced
 	}}
-	err := mergePatch(ctx, m.src, bare(n), patch)
-	if err == nil {
-		m.opts.hook("unfinalized", int(m.unfinalized.Add(1))) // annotated and stripped, not yet deleted
-		err = m.src.Delete(ctx, bare(n), client.Preconditions{UID: &uid})
+	// A source controller that is still running adds its finalizer back to an object that is not
+	// being deleted (Cluster API's reconcilers do so before they look at the pause). Deleting
+	// after that would leave the object behind for good, since the paused controller never
+	// removes its finalizer. So the delete is guarded by the resource version the strip
+	// returned: a finalizer added in between changes it, the delete is refused with a conflict,
+	// and the object is stripped again. Once the delete is accepted no finalizer can be added.
+	for attempt := 1; ; attempt++ {
+		obj := bare(n)
+		err := mergePatch(ctx, m.src, obj, patch)
+		if err == nil {
+			if attempt == 1 {
+				m.opts.hook("unfinalized", int(m.unfinalized.Add(1))) // annotated and stripped, not yet deleted
+			}
+			rv := obj.GetResourceVersion()
+			err = m.src.Delete(ctx, bare(n), client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		}
+		switch {
+		case err == nil:
+			m.opts.Log.V(5).Info("Deleted from the source (finalizers removed, annotated delete-for-move)", "object", n.Ref.String())
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case apierrors.IsConflict(err) && attempt < maxStripAttempts:
+			m.opts.Log.V(1).Info("Changed in the source while being deleted (a controller still running?); stripping it again", "object", n.Ref.String(), "attempt", attempt)
+			continue
+		default:
+			return false, fmt.Errorf("deleting %s from the source: %w", n.Ref, err)
+		}
 	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("deleting %s from the source: %w", n.Ref, err)
-	}
-	m.opts.Log.V(5).Info("Deleted from the source (finalizers removed, annotated delete-for-move)", "object", n.Ref.String())
-	return true, nil
 }
+
+// maxStripAttempts bounds how often one source object is stripped again because something kept
+// changing it between the strip and the delete.
+const maxStripAttempts = 10
 
 // ensureNamespaces creates the namespaces of the moved objects in c (one LIST, then creates).
 func ensureNamespaces(ctx context.Context, c *cluster.Client, nodes []*Node) error {
