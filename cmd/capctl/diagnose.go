@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -133,13 +132,8 @@ failed (bad flags, management cluster unreachable, cluster not found).`),
 
 // Validate checks the flags before any cluster is contacted.
 func (o *DiagnoseClusterOptions) Validate() error {
-	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
-		return usageErrorf("invalid cluster name %q: %s", o.Name, strings.Join(errs, "; "))
-	}
-	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
-		}
+	if err := validateClusterRef(o.Name, o.Namespace); err != nil {
+		return err
 	}
 	return validateDiagnoseDurations(o.StuckAfter, o.WorkloadTimeout)
 }
@@ -228,10 +222,8 @@ Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis 
 
 // Validate checks the flags before any cluster is contacted.
 func (o *DiagnoseClustersOptions) Validate() error {
-	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
-		}
+	if err := validateNamespace(o.Namespace); err != nil {
+		return err
 	}
 	if o.Concurrency < 1 {
 		return usageErrorf("--concurrency must be at least 1")

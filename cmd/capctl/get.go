@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/pkg/kubeconfig"
 )
@@ -78,15 +77,7 @@ func newCmdGetKubeconfig(f *factory, runF func(*GetKubeconfigOptions) error) *co
 }
 
 func (o *GetKubeconfigOptions) validate() error {
-	if errs := validation.IsDNS1123Subdomain(o.ClusterName); len(errs) > 0 {
-		return usageErrorf("invalid cluster name %q: %s", o.ClusterName, strings.Join(errs, "; "))
-	}
-	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return usageErrorf("invalid namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
-		}
-	}
-	return nil
+	return validateClusterRef(o.ClusterName, o.Namespace)
 }
 
 // runGetKubeconfig makes the one kubeconfig.Get call and prints or writes the kubeconfig.
