@@ -359,9 +359,26 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 		}
 		// Whatever is set already must finish rolling out before anything more is asked (after
 		// an interrupted run this is where it resumes); at the target this is the final wait.
+		// A version change found under way (an earlier run set it) is reported as a step of
+		// this run with nothing patched, and makes the cluster Upgraded, not UpToDate.
 		if !a.req.DryRun {
-			if failed := a.waitSettled(ctx, cu, info, "", "", stop); failed != nil {
+			component, rv := RolloutUnderWay(s)
+			begin := time.Now()
+			if component != "" {
+				cr.Steps = append(cr.Steps, FleetStepReport{Component: component, Version: rv})
+				a.req.Progress("  %s: %s already set, waiting for the controllers to finish it", name, stepName(component, rv))
+			}
+			failed := a.waitSettled(ctx, cu, info, "", "", stop)
+			if component != "" {
+				sr := &cr.Steps[len(cr.Steps)-1]
+				sr.Seconds, sr.Done = since(begin), failed == nil
+				patchedAny = patchedAny || failed == nil
+			}
+			if failed != nil {
 				return failed
+			}
+			if component != "" {
+				a.req.Progress("  %s: %s done in %.0fs", name, stepName(component, rv), since(begin))
 			}
 		}
 		if step == "" {

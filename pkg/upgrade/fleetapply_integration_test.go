@@ -404,14 +404,23 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 		if v := specVersion(t, c, kcpGVK, "intr", "j-cp"); v != "v1.34.2" {
 			t.Errorf("the next wave was touched: %s", v)
 		}
-		si.setStuck("intr/i", false) // the controllers go on
-		rep, err = ApplyFleet(ctx, c, req("intr"))
+		// The resumed run finds the control plane's rollout under way and says so; only then do
+		// the controllers go on (still stuck, a run that missed it would time out).
+		r = req("intr")
+		r.Progress = func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "intr/i: control plane v1.35.0 already set, waiting") {
+				si.setStuck("intr/i", false)
+			}
+		}
+		rep, err = ApplyFleet(ctx, c, r)
 		if err != nil {
 			t.Fatalf("resumed: %v", err)
 		}
 		i := rep.Waves[0].Clusters[0]
-		if i.Result != ResultUpgraded || len(i.Steps) != 1 || i.Steps[0].Component != Workers {
-			t.Errorf("resumed cluster i: %+v (the control plane must not be patched again)", i)
+		if i.Result != ResultUpgraded || len(i.Steps) != 2 ||
+			i.Steps[0].Component != ControlPlane || i.Steps[0].Version != "v1.35.0" || len(i.Steps[0].Patched) != 0 || !i.Steps[0].Done ||
+			i.Steps[1].Component != Workers || len(i.Steps[1].Patched) != 1 {
+			t.Errorf("resumed cluster i: %+v (the control plane's rollout under way, not patched again, then the workers)", i)
 		}
 		if got := resultsOf(rep); got["intr/j"] != ResultUpgraded {
 			t.Errorf("results %v", got)

@@ -89,6 +89,57 @@ func StepDone(s ClusterState, component, version string) (bool, []string) {
 	return len(why) == 0, why
 }
 
+// RolloutUnderWay names the version change the controllers are still rolling out, as an
+// interrupted run leaves it: the control plane when it (spec or reported version) or one of its
+// Machines is not at the version the cluster asks of it, else the workers when a
+// MachineDeployment/MachinePool template (for a topology: not yet at the topology's version) or
+// one of its Machines is not. Empty when every version asked is rolled out; other unfinished
+// work (a scale-up, a Cluster not Available) is not a version change.
+func RolloutUnderWay(s ClusterState) (component, version string) {
+	cpWant := s.ControlPlaneVersion()
+	if cp := s.ControlPlane; cp != nil && cpWant != "" {
+		spec, _, _ := unstructured.NestedString(cp.Object, "spec", "version")
+		got, _, _ := unstructured.NestedString(cp.Object, "status", "version")
+		if spec != cpWant || got != cpWant {
+			return ControlPlane, cpWant
+		}
+	}
+	workers := map[string]string{}
+	for i := range s.Workers {
+		w := &s.Workers[i]
+		v := workerVersion(w)
+		if s.Topology() && cpWant != "" && v != cpWant {
+			return Workers, cpWant
+		}
+		workers[w.GetKind()+"/"+w.GetName()] = v
+	}
+	var rolling string
+	for i := range s.Machines {
+		m := &s.Machines[i]
+		got, _, _ := unstructured.NestedString(m.Object, "spec", "version")
+		l := m.GetLabels()
+		if _, ok := l[controlPlaneMachineLabel]; ok {
+			if s.ControlPlane != nil && cpWant != "" && got != cpWant {
+				return ControlPlane, cpWant
+			}
+			continue
+		}
+		want, known := "", false
+		if d := l[deploymentNameLabel]; d != "" {
+			want, known = workers["MachineDeployment/"+d]
+		} else if p := l[poolNameLabel]; p != "" {
+			want, known = workers["MachinePool/"+p]
+		}
+		if known && want != "" && got != want {
+			rolling = want
+		}
+	}
+	if rolling != "" {
+		return Workers, rolling
+	}
+	return "", ""
+}
+
 // Pending lists what the controllers have not finished for the versions already set: the
 // Cluster is not Available, an object has not observed its latest spec, a control plane or
 // worker set reports another version or fewer up-to-date replicas than wanted, a Machine runs

@@ -109,3 +109,51 @@ func TestStepDone(t *testing.T) {
 }
 
 var metaNow = metav1.Now()
+
+func TestRolloutUnderWay(t *testing.T) {
+	topology := func(v string) func(s *ClusterState) {
+		return func(s *ClusterState) {
+			_ = unstructured.SetNestedField(s.Cluster.Object, map[string]any{"version": v}, "spec", "topology")
+		}
+	}
+	cases := []struct {
+		name      string
+		mutate    func(s *ClusterState)
+		component string
+		version   string
+	}{
+		{"settled", func(*ClusterState) {}, "", ""},
+		{"settled topology", topology("v1.34.1"), "", ""},
+		{"not Available and scaling up is no version change", func(s *ClusterState) {
+			_ = unstructured.SetNestedSlice(s.Cluster.Object, []any{cond("Available", "False")}, "status", "conditions")
+			_ = unstructured.SetNestedField(s.Workers[0].Object, int64(3), "spec", "replicas")
+		}, "", ""},
+		{"control plane set, not reported yet", func(s *ClusterState) {
+			_ = unstructured.SetNestedField(s.ControlPlane.Object, "v1.35.0", "spec", "version")
+		}, ControlPlane, "v1.35.0"},
+		{"control plane reported, its old machine left", func(s *ClusterState) {
+			_ = unstructured.SetNestedField(s.ControlPlane.Object, "v1.35.0", "spec", "version")
+			_ = unstructured.SetNestedField(s.ControlPlane.Object, "v1.35.0", "status", "version")
+		}, ControlPlane, "v1.35.0"},
+		{"topology set, the control plane not told yet", topology("v1.35.0"), ControlPlane, "v1.35.0"},
+		{"topology: control plane done, workers not told yet", func(s *ClusterState) {
+			topology("v1.35.0")(s)
+			_ = unstructured.SetNestedField(s.ControlPlane.Object, "v1.35.0", "spec", "version")
+			_ = unstructured.SetNestedField(s.ControlPlane.Object, "v1.35.0", "status", "version")
+			_ = unstructured.SetNestedField(s.Machines[0].Object, "v1.35.0", "spec", "version")
+		}, Workers, "v1.35.0"},
+		{"workers set, an old worker machine left", func(s *ClusterState) {
+			_ = unstructured.SetNestedField(s.Workers[0].Object, "v1.35.0", "spec", "template", "spec", "version")
+			_ = unstructured.SetNestedField(s.Machines[1].Object, "v1.35.0", "spec", "version")
+		}, Workers, "v1.35.0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settled()
+			tc.mutate(&s)
+			if c, v := RolloutUnderWay(s); c != tc.component || v != tc.version {
+				t.Errorf("RolloutUnderWay = %q %q, want %q %q", c, v, tc.component, tc.version)
+			}
+		})
+	}
+}
