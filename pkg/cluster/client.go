@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/capctl/capctl/internal/version"
 )
@@ -174,6 +175,10 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 	cfg.UserAgent = version.UserAgent()
 	if opts.WarningHandler != nil {
 		cfg.WarningHandler = opts.WarningHandler
+	} else if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
+		// The handler controller-runtime's client would install, set here so that requests through
+		// REST and Discovery treat warnings alike (client-go's default would print them to stderr).
+		cfg.WarningHandlerWithContext = crlog.NewKubeAPIWarningLogger(crlog.KubeAPIWarningLoggerOptions{})
 	}
 	counter := &atomic.Int64{}
 	prevWrap := cfg.WrapTransport
@@ -246,6 +251,11 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 	return fmt.Errorf("%w: cannot reach the API server %s (kubeconfig %s, context %q): %v; check that the cluster is running and the kubeconfig is current",
 		ErrUnreachable, c.Config.Host, c.KubeconfigPath, c.ContextName, err)
 }
+
+// REST is a REST client for the server's root paths, on the same connection, rate limits and
+// request count as the rest of the client: for reads that decode the server's JSON themselves
+// (describe's lean lists) instead of through the generic decoders.
+func (c *Client) REST() rest.Interface { return c.Discovery.RESTClient() }
 
 // Requests is the number of HTTP requests this client has sent so far.
 func (c *Client) Requests() int64 { return c.requests.Load() }

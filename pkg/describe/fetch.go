@@ -162,17 +162,12 @@ func (d *discoverer) list(ctx context.Context, group, kind, namespace string, se
 }
 
 func (d *discoverer) listGVK(ctx context.Context, gvk schema.GroupVersionKind, namespace string, sel map[string]string) ([]unstructured.Unstructured, error) {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.InNamespace(namespace)}
-	if sel != nil {
-		opts = append(opts, client.MatchingLabels(sel))
-	}
-	if err := d.c.List(ctx, l, opts...); err != nil {
+	items, err := d.listItems(ctx, gvk, namespace, sel)
+	if err != nil {
 		return nil, fmt.Errorf("listing %s in namespace %s: %w", gvk.Kind, namespace, err)
 	}
-	sort.SliceStable(l.Items, func(i, j int) bool { return l.Items[i].GetName() < l.Items[j].GetName() })
-	return l.Items, nil
+	sort.SliceStable(items, func(i, j int) bool { return items[i].GetName() < items[j].GetName() })
+	return items, nil
 }
 
 type objKey struct {
@@ -220,6 +215,7 @@ func (d *discoverer) get(ctx context.Context, r ref) (*unstructured.Unstructured
 		}
 		return nil, fmt.Errorf("reading %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
 	}
+	u.SetManagedFields(nil) // as listed objects: nothing reads them
 	return u, nil
 }
 
@@ -320,8 +316,9 @@ func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, preferGets bool,
 }
 
 // Snapshot is everything describe reads of one cluster: the Cluster, the lists of its kinds and
-// the objects they reference. Fetch reads it with a number of requests that does not grow with
-// the number of machines; Build turns it into a tree without any further request.
+// the objects they reference, each without metadata.managedFields. Fetch reads it with a number
+// of requests that does not grow with the number of machines (up to a page of listPageSize
+// objects per kind); Build turns it into a tree without any further request.
 type Snapshot struct {
 	// ServedVersion is the cluster.x-k8s.io version the objects were read at.
 	ServedVersion string                     `json:"servedVersion"`
@@ -373,6 +370,7 @@ func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 		}
 		return nil, fmt.Errorf("reading cluster %s/%s: %w", opts.Namespace, opts.Name, err)
 	}
+	cl.SetManagedFields(nil)
 	s := &Snapshot{ServedVersion: clusterGVK.Version, Cluster: cl}
 	if err := d.fetchLists(ctx, s); err != nil {
 		return nil, err
@@ -415,6 +413,7 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 				}
 				return fmt.Errorf("reading ClusterResourceSetBinding %s/%s: %w", opts.Namespace, opts.Name, err)
 			}
+			u.SetManagedFields(nil)
 			s.ClusterResourceSetBinding = u
 			return nil
 		})
