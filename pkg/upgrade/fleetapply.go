@@ -368,7 +368,14 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 				cr.Steps = append(cr.Steps, FleetStepReport{Component: component, Version: rv})
 				a.req.Progress("  %s: %s already set, waiting for the controllers to finish it", name, stepName(component, rv))
 			}
-			failed := a.waitSettled(ctx, cu, info, "", "", stop)
+			// On a topology the objects ask the old version until the topology controller passes
+			// the new one on (a run interrupted right after its patch leaves it so): wait for the
+			// whole step then, not only for what the objects ask already.
+			waitStep, waitVersion := "", ""
+			if component != "" && s.Topology() {
+				waitStep, waitVersion = component, rv
+			}
+			failed := a.waitSettled(ctx, cu, info, waitStep, waitVersion, stop)
 			if component != "" {
 				sr := &cr.Steps[len(cr.Steps)-1]
 				sr.Seconds, sr.Done = since(begin), failed == nil

@@ -428,6 +428,67 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 	})
 }
 
+// TestApplyFleetResumesTopologyBeforeItPropagates: a run interrupted right after it set a
+// topology cluster's spec.topology.version leaves the control plane and workers asking the old
+// version until the topology controller passes the new one on. The re-run must wait for that
+// step, not find the objects settled at the old version and go on to the next wave. (No
+// controller runs here: the step cannot finish, so the run must stop at the timeout.)
+func TestApplyFleetResumesTopologyBeforeItPropagates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	crds := filepath.Join(testenv.FixturesDir(t), "crds")
+	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
+		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
+	}})
+	ctx := testenv.Context(t)
+	c := env.Client
+	env.CreateNamespaces(t, "topo")
+	cc := u(capiV1beta2.WithKind("ClusterClass"), "topo", "class", nil, map[string]any{
+		"controlPlane":   map[string]any{"templateRef": map[string]any{"apiVersion": kcpGVK.GroupVersion().String(), "kind": "KubeadmControlPlaneTemplate", "name": "cp"}},
+		"infrastructure": map[string]any{"templateRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerClusterTemplate", "name": "infra"}},
+	})
+	cl := u(capiV1beta2.WithKind("Cluster"), "topo", "p", map[string]string{PlainWaveLabel: "1"}, map[string]any{
+		"topology":        map[string]any{"classRef": map[string]any{"name": "class"}, "version": "v1.35.0"},
+		"controlPlaneRef": map[string]any{"apiGroup": kcpGVK.Group, "kind": kcpGVK.Kind, "name": "p-cp"},
+	})
+	next := u(capiV1beta2.WithKind("Cluster"), "topo", "q", map[string]string{PlainWaveLabel: "2"}, map[string]any{
+		"topology": map[string]any{"classRef": map[string]any{"name": "class"}, "version": "v1.34.2"},
+	})
+	cp := u(kcpGVK, "topo", "p-cp", map[string]string{ClusterNameLabel: "p"}, map[string]any{
+		"version": "v1.34.2", "replicas": int64(1),
+		"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": infraRef("DockerMachineTemplate")}},
+	})
+	for _, o := range []*unstructured.Unstructured{cc, cl, next, cp} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	setStatus(t, c, cl, map[string]any{"conditions": []any{testCondition("Available", "True")}})
+	setStatus(t, c, next, map[string]any{"conditions": []any{testCondition("Available", "True")}})
+	setStatus(t, c, cp, map[string]any{"version": "v1.34.2", "replicas": int64(1), "upToDateReplicas": int64(1), "observedGeneration": int64(1)})
+
+	rep, err := ApplyFleet(ctx, c, FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "topo"},
+		Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond})
+	if !errors.Is(err, ErrFleetStopped) || rep == nil || rep.Failure == nil {
+		t.Fatalf("err = %v, report %+v: the re-run did not wait for the step its topology asks", err, rep)
+	}
+	if f := rep.Failure; f.Name != "p" || f.Step != "control plane v1.35.0" || !strings.Contains(strings.Join(f.Pending, "\n"), "KubeadmControlPlane p-cp spec.version is v1.34.2, not v1.35.0 yet") {
+		t.Errorf("failure %+v", f)
+	}
+	if got := resultsOf(rep); got["topo/p"] != ResultFailed || got["topo/q"] != ResultNotStarted {
+		t.Errorf("results %v", got)
+	}
+	q := &unstructured.Unstructured{}
+	q.SetGroupVersionKind(capiV1beta2.WithKind("Cluster"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "topo", Name: "q"}, q); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(q.Object, "spec", "topology", "version"); v != "v1.34.2" {
+		t.Errorf("the next wave was touched: q at %s", v)
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
