@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,23 +92,19 @@ func InstallCRDs(tb testing.TB, env *testenv.Env) {
 // with Deleting get a finalizer and are then deleted, so they stay with a deletion timestamp.
 func Apply(ctx context.Context, tb testing.TB, c client.Client, objs []*unstructured.Unstructured) {
 	tb.Helper()
-	errs := make(chan error, len(objs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	ApplyConcurrently(ctx, tb, c, objs, 16)
+}
+
+// ApplyConcurrently is Apply with limit objects in flight at once (seeding a fleet of tens of
+// thousands of objects wants more than Apply's 16). It stops at the first error.
+func ApplyConcurrently(ctx context.Context, tb testing.TB, c client.Client, objs []*unstructured.Unstructured, limit int) {
+	tb.Helper()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
 	for _, o := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(o *unstructured.Unstructured) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := ApplyOne(ctx, c, o); err != nil {
-				errs <- err
-			}
-		}(o)
+		g.Go(func() error { return ApplyOne(gctx, c, o) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -1,0 +1,174 @@
+package describe_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/capctl/capctl/internal/describetest"
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/describe"
+)
+
+// fleetPerNamespace: the benchmark fleet puts this many clusters in each namespace.
+const fleetPerNamespace = 20
+
+// seedFleet starts a fresh API server with the Cluster API CRDs and a fleet of n clusters
+// (describetest.Fleet, FleetObjectsPerCluster objects each) created by many concurrent writers.
+func seedFleet(tb testing.TB, n int) *testenv.Env {
+	tb.Helper()
+	testenv.FixturesDir(tb)
+	fe := testenv.Start(tb, testenv.Options{})
+	describetest.InstallCRDs(tb, fe)
+	fe.CreateNamespaces(tb, describetest.FleetNamespaces(n, fleetPerNamespace)...)
+	// A client of its own, without the default rate limit: seeding is tens of thousands of writes.
+	seed, err := cluster.New(cluster.Options{Kubeconfig: fe.Kubeconfig, QPS: 1e6, Burst: 1e6})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, s := range describetest.Fleet(n, fleetPerNamespace) {
+		objs = append(objs, s.Objects...)
+	}
+	start := time.Now()
+	describetest.ApplyConcurrently(context.Background(), tb, seed, objs, 64)
+	// On stderr: a parent benchmark's log is not printed.
+	fmt.Fprintf(os.Stderr, "seeded %d clusters (%d objects) in %s, load %s\n", n, len(objs), time.Since(start).Round(time.Second), loadAverage())
+	return fe
+}
+
+// BenchmarkDescribeClustersFleet runs `capctl describe clusters -A` (the built binary, as a user
+// runs it) over a fleet of 1000 clusters, about 36,000 objects, in a real API server: seconds,
+// requests as the server counted them and the child's peak RSS, each the median of 3 runs after
+// one warm-up run, with the load average. `kubectl get clusters -A` over the same server is
+// measured alike as the API server's own pace for one list of the clusters (clusterctl has no
+// all-clusters view to compare with). The in-process run (Summarize with a fresh client) is there
+// for profiling with -cpuprofile and reports the client's own request count.
+// DESCRIBE_FLEET_CLUSTERS=N picks another fleet size.
+func BenchmarkDescribeClustersFleet(b *testing.B) {
+	if testing.Short() {
+		b.Skip("benchmark: needs a real API server")
+	}
+	n := 1000
+	if v := os.Getenv("DESCRIBE_FLEET_CLUSTERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
+		}
+	}
+	fe := seedFleet(b, n)
+	bin := filepath.Join(b.TempDir(), "capctl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building capctl: %v\n%s", err, out)
+	}
+	home := b.TempDir()
+	childEnv := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1")
+
+	b.Run(fmt.Sprintf("clusters=%d/capctl", n), func(b *testing.B) {
+		runChild(b, fe, n, func() *exec.Cmd {
+			cmd := exec.Command(bin, "describe", "clusters", "-A", "--kubeconfig", fe.Kubeconfig)
+			cmd.Env = childEnv
+			return cmd
+		})
+	})
+	b.Run(fmt.Sprintf("clusters=%d/kubectl-get-clusters", n), func(b *testing.B) {
+		kubectl := filepath.Join(testenv.AssetsDir(), "kubectl")
+		if _, err := os.Stat(kubectl); err != nil {
+			b.Skipf("no kubectl in %s", testenv.AssetsDir())
+		}
+		runChild(b, fe, n, func() *exec.Cmd {
+			cmd := exec.Command(kubectl, "get", "clusters.cluster.x-k8s.io", "-A", "--kubeconfig", fe.Kubeconfig)
+			cmd.Env = append(childEnv, "KUBECACHEDIR="+filepath.Join(home, "kubectl-cache"))
+			return cmd
+		})
+	})
+	b.Run(fmt.Sprintf("clusters=%d/in-process", n), func(b *testing.B) {
+		ctx := context.Background()
+		debug.FreeOSMemory()
+		testenv.ResetPeakRSS()
+		var seconds []float64
+		var requests int64
+		for i := 0; i < max(b.N, 3); i++ {
+			start := time.Now()
+			c, err := cluster.New(cluster.Options{Kubeconfig: fe.Kubeconfig})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{AllNamespaces: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := describe.RenderSummary(io.Discard, rows, describe.RenderOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			seconds = append(seconds, time.Since(start).Seconds())
+			requests = c.Requests()
+			if len(rows) != n {
+				b.Fatalf("%d rows, want %d", len(rows), n)
+			}
+		}
+		b.ReportMetric(median(seconds), "s/op")
+		b.ReportMetric(float64(requests), "requests/op")
+		b.ReportMetric(testenv.PeakRSSMiB(), "peak-RSS-MiB")
+		b.Logf("load %s", loadAverage())
+	})
+}
+
+// runChild runs the command once to warm the API server, then 3 times measured, and reports the
+// medians. Its output must have a header and one row per cluster.
+func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.Cmd) {
+	b.Helper()
+	once := func() (float64, float64, float64) {
+		before := fe.ServedRequests(b)
+		start := time.Now()
+		out, peak, err := testenv.RunSampled(command())
+		seconds := time.Since(start).Seconds()
+		if err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != clusters+1 {
+			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, clusters, out)
+		}
+		// Less the metrics read itself.
+		return seconds, float64(fe.ServedRequests(b) - before - 1), peak
+	}
+	once()
+	var secs, reqs, rss []float64
+	for i := 0; i < max(b.N, 3); i++ {
+		s, r, p := once()
+		secs, reqs, rss = append(secs, s), append(reqs, r), append(rss, p)
+	}
+	b.ReportMetric(median(secs), "s/op")
+	b.ReportMetric(median(reqs), "served/op")
+	b.ReportMetric(median(rss), "peak-RSS-MiB")
+	b.Logf("runs %v s, load %s", secs, loadAverage())
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// loadAverage is the 1, 5 and 15 minute load average (Linux), to say how busy the machine was.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
