@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,13 +107,7 @@ func TestBuildFleetPlanWaves(t *testing.T) {
 }
 
 func TestPlanFleetOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
-	crds := filepath.Join(testenv.FixturesDir(t), "crds")
-	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
-		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
-	}})
+	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 
 	plan, err := PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2", FleetSelection{})

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -67,6 +68,8 @@ type FleetApplyReport struct {
 	DryRun            bool               `json:"dryRun,omitempty"`
 	Waves             []FleetWaveReport  `json:"waves"`
 	Failure           *FleetApplyFailure `json:"failure,omitempty"`
+	// Preflight is what was checked before the first write.
+	Preflight *FleetPreflight `json:"preflight,omitempty"`
 	// Interrupted is set when the user stopped the run; re-running the same command continues.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -116,10 +119,19 @@ var ErrFleetStopped = errors.New("the fleet upgrade stopped")
 var ErrFleetInterrupted = errors.New("the fleet upgrade was interrupted")
 
 // PreflightError lists every reason the fleet apply refused to start; nothing was changed.
-type PreflightError struct{ Problems []string }
+type PreflightError struct {
+	Problems []string
+	// Notes are what the preflight could not check (a provider that declares no supported
+	// Kubernetes range, say); they are no reason to refuse.
+	Notes []string
+}
 
 func (e *PreflightError) Error() string {
-	return "the fleet upgrade was refused, nothing was changed:\n  - " + strings.Join(e.Problems, "\n  - ")
+	msg := "the fleet upgrade was refused, nothing was changed:\n  - " + strings.Join(e.Problems, "\n  - ")
+	if len(e.Notes) > 0 {
+		msg += "\nnot checked:\n  - " + strings.Join(e.Notes, "\n  - ")
+	}
+	return msg
 }
 
 // ApplyFleet upgrades the Kubernetes version of the selected clusters wave by wave, following
@@ -142,11 +154,11 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 	if req.Progress == nil {
 		req.Progress = func(string, ...any) {}
 	}
-	plan, infos, err := preflightFleet(ctx, c, req)
+	plan, infos, pf, err := preflightFleet(ctx, c, req)
 	if err != nil {
 		return nil, err
 	}
-	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}}
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: pf}
 	for _, w := range plan.Waves {
 		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
 		for i, cu := range w.Clusters {
@@ -178,23 +190,25 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 
 func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) / 1000 }
 
-// preflightFleet reads the fleet, plans it and refuses, listing every reason, when any selected
-// cluster cannot be upgraded.
-func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, error) {
+// preflightFleet reads the fleet, plans it and refuses, listing every reason at once, when any
+// selected cluster cannot be upgraded: unplannable clusters, steps whose patch nothing names, an
+// earlier wave not done, installed providers that say they do not support a version to set, and
+// first patches the API server refuses as a dry run. Nothing is written before it passes.
+func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
 	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	all, err := ReadFleet(ctx, c, c.RESTMapper())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	infos, err := SelectFleet(all, req.Selection)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	plan, err := BuildFleetPlan(infos, req.KubernetesVersion)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	byKey := map[string]ClusterInfo{}
 	for _, in := range infos {
@@ -235,13 +249,31 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 		waves = append(waves, w)
 	}
 	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 {
-		return nil, nil, &PreflightError{Problems: []string{fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel)}}
+		return nil, nil, nil, &PreflightError{Problems: []string{fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel)}}
+	}
+	pf, refused, err := checkProviderSupport(ctx, c, waves)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	problems = append(problems, refused...)
+	refused, pf.DryRunPatches, err = dryRunFirstPatches(ctx, c, req, waves, byKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	problems = append(problems, refused...)
+	for _, p := range pf.Providers {
+		switch p.Status {
+		case kubesupport.Supported:
+			req.Progress("Preflight: %s %s supports workload clusters %s", p.Provider, p.Version, p.Range)
+		case kubesupport.NotDeclared:
+			req.Progress("Preflight: %s %s: %s (not checked)", p.Provider, p.Version, p.Reason)
+		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, &PreflightError{Problems: problems}
+		return nil, nil, nil, &PreflightError{Problems: problems, Notes: pf.Notes}
 	}
 	plan.Waves = waves
-	return plan, byKey, nil
+	return plan, byKey, pf, nil
 }
 
 func minorMajor(v string) uint64 {

@@ -12,9 +12,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/provider"
 )
 
 var (
@@ -230,16 +233,23 @@ func resultsOf(r *FleetApplyReport) map[string]string {
 	return out
 }
 
-// TestApplyFleetOnAPIServer runs the fleet apply over clusters without topology on a real API
-// server; the standIn above does, through the status subresource, what the controllers would.
-func TestApplyFleetOnAPIServer(t *testing.T) {
+// startFleetEnv starts an API server serving Cluster API's core and control plane kinds, or
+// skips under -short.
+func startFleetEnv(t *testing.T) *testenv.Env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs a real API server")
 	}
 	crds := filepath.Join(testenv.FixturesDir(t), "crds")
-	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
+	return testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
 	}})
+}
+
+// TestApplyFleetOnAPIServer runs the fleet apply over clusters without topology on a real API
+// server; the standIn above does, through the status subresource, what the controllers would.
+func TestApplyFleetOnAPIServer(t *testing.T) {
+	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
 	env.CreateNamespaces(t, "ok", "bad", "stuck", "intr")
@@ -498,4 +508,215 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// resourceVersions reads the resource version of every object a fleet apply could write, in
+// every namespace: a refused apply must leave all of them as they were.
+func resourceVersions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, gvk := range []schema.GroupVersionKind{capiV1beta2.WithKind("Cluster"), capiV1beta2.WithKind("ClusterClass"), kcpGVK, mdGVK, capiV1beta2.WithKind("Machine")} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.List(context.Background(), list); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+// TestFleetPreflightOnAPIServer runs the fleet apply's preflight against a real API server: the
+// installed providers' supported Kubernetes range (from clusterctl's inventory), a first patch the
+// API server's admission refuses (a ValidatingAdmissionPolicy stands in for the Cluster API
+// webhooks, which do not run on envtest; both refuse through the same admission step a server-side
+// dry run goes through), a ClusterClass missing a step, a downgrade and an unplannable cluster.
+// Each refusal alone and all together list every problem and change nothing.
+func TestFleetPreflightOnAPIServer(t *testing.T) {
+	env := startFleetEnv(t)
+	ctx := testenv.Context(t)
+	c := env.Client
+	env.CreateNamespaces(t, "good", "hooked", "classy", "down", "noplan", "capi-system")
+	createFleetCluster(t, c, "good", "g1", "v1.35.2", "1")
+	createFleetCluster(t, c, "hooked", "h1", "v1.35.2", "1")
+	createFleetCluster(t, c, "down", "d1", "v1.37.0", "1")
+	if err := c.Create(ctx, u(capiV1beta2.WithKind("Cluster"), "noplan", "n1", nil, map[string]any{
+		"controlPlaneRef": map[string]any{"apiGroup": kcpGVK.Group, "kind": kcpGVK.Kind, "name": "n1-gone"},
+	})); err != nil {
+		t.Fatal(err)
+	}
+	templateRef := func(kind string) map[string]any {
+		return map[string]any{"templateRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": kind, "name": "x"}}
+	}
+	cc := u(capiV1beta2.WithKind("ClusterClass"), "classy", "no-v1-35", nil, map[string]any{
+		"kubernetesVersions": []any{"v1.34.0", "v1.36.0"},
+		"controlPlane":       map[string]any{"templateRef": map[string]any{"apiVersion": kcpGVK.GroupVersion().String(), "kind": "KubeadmControlPlaneTemplate", "name": "cp"}},
+		"infrastructure":     templateRef("DockerClusterTemplate"),
+	})
+	topo := u(capiV1beta2.WithKind("Cluster"), "classy", "c1", map[string]string{PlainWaveLabel: "2"}, map[string]any{
+		"topology": map[string]any{"classRef": map[string]any{"name": "no-v1-35"}, "version": "v1.34.0"},
+	})
+	for _, o := range []*unstructured.Unstructured{cc, topo} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetKind(), err)
+		}
+	}
+	// Admission that refuses any KubeadmControlPlane version change in namespace hooked.
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": "freeze-hooked"},
+		"spec": map[string]any{
+			"failurePolicy": "Fail",
+			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+				"apiGroups": []any{kcpGVK.Group}, "apiVersions": []any{"*"}, "operations": []any{"UPDATE"}, "resources": []any{"kubeadmcontrolplanes"},
+			}}},
+			"validations": []any{map[string]any{
+				"expression": "object.metadata.namespace != 'hooked' || object.spec.version == oldObject.spec.version",
+				"message":    "versions are frozen in namespace hooked",
+			}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": "freeze-hooked"},
+		"spec":     map[string]any{"policyName": "freeze-hooked", "validationActions": []any{"Deny"}},
+	}}
+	for _, o := range []*unstructured.Unstructured{policy, binding} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetKind(), err)
+		}
+	}
+	// The policy takes effect once the API server has loaded it: probe with a dry run.
+	waitFor(t, func() bool {
+		cp := &unstructured.Unstructured{}
+		cp.SetGroupVersionKind(kcpGVK)
+		cp.SetNamespace("hooked")
+		cp.SetName("h1-cp")
+		err := c.Patch(ctx, cp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"version":"v1.35.3"}}`)), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "versions are frozen")
+	})
+
+	req := func(ns string, dry bool) FleetApplyRequest {
+		return FleetApplyRequest{KubernetesVersion: "v1.36.0", Selection: FleetSelection{Namespace: ns}, DryRun: dry, Timeout: 5 * time.Second, PollInterval: 50 * time.Millisecond}
+	}
+	// refused runs r, wants a PreflightError of n problems whose text holds every want, and
+	// checks that no object changed.
+	refused := func(t *testing.T, r FleetApplyRequest, n int, want ...string) *PreflightError {
+		t.Helper()
+		before := resourceVersions(t, c)
+		rep, err := ApplyFleet(ctx, c, r)
+		var pe *PreflightError
+		if !errors.As(err, &pe) || rep != nil {
+			t.Fatalf("err = %v, report %+v: want a PreflightError", err, rep)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("refusal\n%s\nlacks %q", err, w)
+			}
+		}
+		if len(pe.Problems) != n {
+			t.Errorf("%d problems, want %d: %q", len(pe.Problems), n, pe.Problems)
+		}
+		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused apply changed objects:\n%v\n%v", before, after)
+		}
+		return pe
+	}
+	writeInventory := func(t *testing.T, version string) {
+		t.Helper()
+		if err := inventory.EnsureCRD(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []inventory.Provider{
+			inventory.New("cluster-api", provider.CoreProviderType, version, "capi-system"),
+			inventory.New("kubeadm", provider.BootstrapProviderType, version, "capi-system"),
+			inventory.New("kubeadm", provider.ControlPlaneProviderType, version, "capi-system"),
+			inventory.New("docker", provider.InfrastructureProviderType, "v1.14.2", "capi-system"),
+		} {
+			if err := inventory.Write(ctx, c, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hooked := "cluster hooked/h1: the API server refuses its first patch (control plane v1.36.0, server-side dry run)"
+	classy := "cluster classy/c1: ClusterClass classy/no-v1-35 lists no v1.35 version, and Kubernetes cannot skip a minor"
+	down := "cluster down/d1: the control plane runs v1.37.0, newer than v1.36.0: Kubernetes cannot be downgraded"
+	noplan := "cluster noplan/n1: control plane KubeadmControlPlane n1-gone not found"
+
+	t.Run("without an inventory the providers are not checked, and said so", func(t *testing.T) {
+		before := resourceVersions(t, c)
+		rep, err := ApplyFleet(ctx, c, req("good", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf := rep.Preflight; pf == nil || len(pf.Providers) != 0 || pf.DryRunPatches != 1 || !strings.Contains(strings.Join(pf.Notes, "\n"), "no provider inventory") {
+			t.Errorf("preflight %+v", rep.Preflight)
+		}
+		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("dry run changed objects")
+		}
+	})
+
+	t.Run("supported providers pass, a provider without a declared range is listed", func(t *testing.T) {
+		writeInventory(t, "v1.14.2")
+		var lines []string
+		r := req("good", true)
+		r.Progress = func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+		before := resourceVersions(t, c)
+		rep, err := ApplyFleet(ctx, c, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, p := range rep.Preflight.Providers {
+			got[p.Provider] = string(p.Status) + " " + p.Range
+		}
+		want := map[string]string{
+			"cluster-api": "Supported v1.31.x -> v1.37.x", "bootstrap-kubeadm": "Supported v1.31.x -> v1.37.x",
+			"control-plane-kubeadm": "Supported v1.31.x -> v1.37.x", "infrastructure-docker": "NotDeclared ",
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("providers %v\nwant %v", got, want)
+		}
+		if n := strings.Join(rep.Preflight.Notes, "\n"); !strings.Contains(n, "capi-system/docker v1.14.2: infrastructure-docker does not declare which workload Kubernetes versions it supports: not checked") {
+			t.Errorf("notes %q", n)
+		}
+		if p := strings.Join(lines, "\n"); !strings.Contains(p, "Preflight: control-plane-kubeadm v1.14.2 supports workload clusters v1.31.x -> v1.37.x") || !strings.Contains(p, "infrastructure-docker v1.14.2: infrastructure-docker does not declare") {
+			t.Errorf("progress %q", p)
+		}
+		if got := resultsOf(rep); got["good/g1"] != ResultWouldPatch {
+			t.Errorf("results %v", got)
+		}
+		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("dry run changed objects")
+		}
+	})
+
+	t.Run("each refusal alone changes nothing", func(t *testing.T) {
+		refused(t, req("hooked", false), 1, hooked, "versions are frozen in namespace hooked")
+		refused(t, req("hooked", true), 1, hooked)
+		refused(t, req("classy", false), 1, classy)
+		refused(t, req("down", false), 1, down)
+		refused(t, req("noplan", false), 1, noplan)
+	})
+
+	t.Run("providers whose range does not hold the target", func(t *testing.T) {
+		writeInventory(t, "v1.13.0")
+		pe := refused(t, req("good", false), 3, "provider capi-system/cluster-api: cluster-api v1.13.0 supports workload clusters v1.30.x -> v1.35.x (Cluster API v1.13.0 release notes); the upgrade would set v1.36.0 (good/g1): upgrade the providers first",
+			"bootstrap-kubeadm v1.13.0 supports", "control-plane-kubeadm v1.13.0 supports")
+		if n := strings.Join(pe.Notes, "\n"); !strings.Contains(n, "infrastructure-docker does not declare") {
+			t.Errorf("notes %q", n)
+		}
+	})
+
+	t.Run("every problem of every cluster at once", func(t *testing.T) {
+		// Providers at v1.13.0 still: three range problems name both clusters that would get
+		// v1.36.0 (hooked/h1 and good/g1).
+		pe := refused(t, req("", false), 7, classy, down, noplan, "(good/g1, hooked/h1)", "bootstrap-kubeadm v1.13.0", "control-plane-kubeadm v1.13.0", hooked)
+		if !strings.Contains(pe.Error(), "not checked:") {
+			t.Errorf("refusal without the notes: %v", pe)
+		}
+	})
 }

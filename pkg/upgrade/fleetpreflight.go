@@ -1,0 +1,179 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/kubesupport"
+	"github.com/capctl/capctl/pkg/versions"
+)
+
+// FleetPreflight is what the fleet apply checked before its first write, for the report.
+type FleetPreflight struct {
+	// Providers are the installed providers and what each declares about the versions the
+	// upgrade will set.
+	Providers []ProviderSupport `json:"providers"`
+	// Notes are what was not checked, and why.
+	Notes []string `json:"notes,omitempty"`
+	// DryRunPatches is how many first patches the API server accepted as a server-side dry run.
+	DryRunPatches int `json:"dryRunPatches"`
+}
+
+// ProviderSupport is one installed provider against the Kubernetes versions the upgrade sets.
+type ProviderSupport struct {
+	Namespace string             `json:"namespace"`
+	Provider  string             `json:"provider"`
+	Version   string             `json:"version"`
+	Status    kubesupport.Status `json:"status"`
+	Range     string             `json:"range,omitempty"`
+	Source    string             `json:"source,omitempty"`
+	// Reason is why a version is not supported or not declared.
+	Reason string `json:"reason,omitempty"`
+}
+
+// dryRunParallel bounds the clusters read and dry-run patched at once during the preflight:
+// a few requests each, enough to keep a large fleet's preflight short without a burst.
+const dryRunParallel = 8
+
+// versionsToSet maps every version the upgrade of waves will write to the clusters that get it.
+// Steps whose patch is not named (vX.Y.x) are refused elsewhere and not listed.
+func versionsToSet(waves []FleetWave) map[string][]string {
+	out := map[string][]string{}
+	for _, w := range waves {
+		for _, cu := range w.Clusters {
+			seen := map[string]bool{}
+			for _, s := range cu.Steps {
+				if s.AnyPatch || seen[s.Version] {
+					continue
+				}
+				seen[s.Version] = true
+				out[s.Version] = append(out[s.Version], cu.Namespace+"/"+cu.Name)
+			}
+		}
+	}
+	return out
+}
+
+// checkProviderSupport reads the provider inventory and checks every installed provider against
+// every version the upgrade will set. A provider that declares no range is listed, not refused.
+func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWave) (*FleetPreflight, []string, error) {
+	pf := &FleetPreflight{Providers: []ProviderSupport{}}
+	toSet := versionsToSet(waves)
+	if len(toSet) == 0 {
+		return pf, nil, nil
+	}
+	providers, err := inventory.List(ctx, c)
+	if errors.Is(err, inventory.ErrNoInventory) {
+		pf.Notes = append(pf.Notes, "the management cluster has no provider inventory (clusterctl's Provider objects): the providers' supported Kubernetes versions were not checked")
+		return pf, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	vers := make([]string, 0, len(toSet))
+	for v := range toSet {
+		vers = append(vers, v)
+	}
+	sort.Slice(vers, func(i, j int) bool { return versions.MustParse(vers[i]).LessThan(versions.MustParse(vers[j])) })
+	var problems []string
+	for _, p := range providers {
+		label := p.ManifestLabel()
+		ps := ProviderSupport{Namespace: p.Namespace, Provider: label, Version: p.Version, Status: kubesupport.Supported}
+		var refused []string
+		for _, v := range vers {
+			chk := kubesupport.SupportsWorkloadKubernetes(label, p.Version, v)
+			if chk.Range != "" {
+				ps.Range, ps.Source = chk.Range, chk.Source
+			}
+			switch chk.Status {
+			case kubesupport.Unsupported:
+				ps.Status = kubesupport.Unsupported
+				refused = append(refused, fmt.Sprintf("%s (%s)", v, strings.Join(toSet[v], ", ")))
+			case kubesupport.NotDeclared:
+				if ps.Status != kubesupport.Unsupported {
+					ps.Status, ps.Reason = kubesupport.NotDeclared, chk.Reason
+				}
+			}
+		}
+		if ps.Status == kubesupport.Unsupported {
+			ps.Reason = fmt.Sprintf("%s %s supports workload clusters %s (%s); the upgrade would set %s",
+				label, p.Version, ps.Range, ps.Source, strings.Join(refused, "; "))
+			problems = append(problems, fmt.Sprintf("provider %s: %s: upgrade the providers first (capctl upgrade plan) or choose a version in that range", p.String(), ps.Reason))
+		}
+		if ps.Status == kubesupport.NotDeclared {
+			pf.Notes = append(pf.Notes, fmt.Sprintf("provider %s %s: %s: not checked", p.String(), p.Version, ps.Reason))
+		}
+		pf.Providers = append(pf.Providers, ps)
+	}
+	return pf, problems, nil
+}
+
+// dryRunFirstPatches sends every selected cluster's first patch as a server-side dry run, so
+// what the API server's admission (the Cluster API webhooks, CEL rules, policies) would refuse is
+// refused now, with every other preflight problem, before any cluster is changed. It returns the
+// refusals in cluster order and how many patches were accepted.
+func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, int, error) {
+	var todo []ClusterUpgrade
+	for _, w := range waves {
+	clusters:
+		for _, cu := range w.Clusters {
+			for _, s := range cu.Steps {
+				if s.AnyPatch { // refused already, with the version to go through first
+					continue clusters
+				}
+			}
+			if !cu.UpToDate {
+				todo = append(todo, cu)
+			}
+		}
+	}
+	dry := req
+	dry.DryRun = true
+	a := &fleetApplier{c: c, req: dry, infos: infos}
+	refusals := make([]string, len(todo))
+	accepted := make([]bool, len(todo))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dryRunParallel)
+	for i, cu := range todo {
+		g.Go(func() error {
+			s, err := a.readState(gctx, infos[cu.Namespace+"/"+cu.Name], cu)
+			if err != nil {
+				return err
+			}
+			step, version, kind := nextPatch(s, infos[cu.Namespace+"/"+cu.Name], cu, req.KubernetesVersion)
+			if step == "" {
+				return nil
+			}
+			if _, err := a.patch(gctx, s, kind, version); err != nil {
+				if gctx.Err() != nil {
+					return gctx.Err()
+				}
+				refusals[i] = fmt.Sprintf("cluster %s/%s: the API server refuses its first patch (%s, server-side dry run): %v", cu.Namespace, cu.Name, stepName(step, version), err)
+				return nil
+			}
+			accepted[i] = true
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, fmt.Errorf("preflight: %w", err)
+	}
+	var out []string
+	n := 0
+	for i := range todo {
+		if refusals[i] != "" {
+			out = append(out, refusals[i])
+		}
+		if accepted[i] {
+			n++
+		}
+	}
+	return out, n, nil
+}
