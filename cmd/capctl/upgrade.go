@@ -12,6 +12,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	capi "github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 	"github.com/capctl/capctl/pkg/versions"
@@ -524,8 +525,41 @@ func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	return err
 }
 
-// renderFleetApply prints one row per cluster, wave by wave, then why the run stopped.
+// renderFleetPreflight prints what the preflight checked: the installed providers against the
+// Kubernetes versions the upgrade sets, and what it could not check.
+func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight) error {
+	if pf == nil {
+		return nil
+	}
+	if len(pf.Providers) > 0 {
+		t := output.NewTable(w, "PROVIDER", "VERSION", "WORKLOAD KUBERNETES", "CHECK")
+		for _, p := range pf.Providers {
+			check := "supported"
+			if p.Status == kubesupport.NotDeclared {
+				check = "not declared: not checked"
+			}
+			t.Row(p.Namespace+"/"+p.Provider, p.Version, orDash(p.Range), check)
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, n := range pf.Notes {
+		if !strings.HasPrefix(n, "provider ") { // the table shows those already
+			fmt.Fprintf(w, "Not checked: %s\n", n)
+		}
+	}
+	if pf.DryRunPatches > 0 {
+		fmt.Fprintf(w, "Preflight: the API server accepted the first patch of %d cluster(s) (server-side dry run).\n\n", pf.DryRunPatches)
+	}
+	return nil
+}
+
+// renderFleetApply prints the preflight, one row per cluster, wave by wave, then why the run stopped.
 func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
+	if err := renderFleetPreflight(w, rep.Preflight); err != nil {
+		return err
+	}
 	if len(rep.Waves) == 0 {
 		fmt.Fprintln(w, "There are no workload clusters to upgrade.")
 		return nil

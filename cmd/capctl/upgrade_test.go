@@ -12,6 +12,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
@@ -254,13 +255,27 @@ func TestRenderFleetApplyStopped(t *testing.T) {
 		}},
 		{Wave: "2", Clusters: []upgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: upgrade.ResultNotStarted}}},
 	}, Failure: &upgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
-		Pending: []string{"KubeadmControlPlane b reports version v1.34.2, wants v1.35.0"}, Describe: []string{"Cluster p/b"}}}
+		Pending: []string{"KubeadmControlPlane b reports version v1.34.2, wants v1.35.0"}, Describe: []string{"Cluster p/b"}},
+		Preflight: &upgrade.FleetPreflight{DryRunPatches: 2, Providers: []upgrade.ProviderSupport{
+			{Namespace: "capi-system", Provider: "cluster-api", Version: "v1.14.2", Status: kubesupport.Supported, Range: "v1.31.x -> v1.37.x"},
+			{Namespace: "capd-system", Provider: "infrastructure-docker", Version: "v1.14.2", Status: kubesupport.NotDeclared},
+		}, Notes: []string{"provider capd-system/docker v1.14.2: infrastructure-docker does not declare which workload Kubernetes versions it supports: not checked"}}}
 	var b strings.Builder
 	if err := renderFleetApply(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "capi-system/") || strings.HasPrefix(l, "capd-system/") {
+			rows = append(rows, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if got, want := strings.Join(rows, "\n"), "capi-system/cluster-api v1.14.2 v1.31.x -> v1.37.x supported\ncapd-system/infrastructure-docker v1.14.2 - not declared: not checked"; got != want {
+		t.Errorf("provider rows\n%s\nwant\n%s", got, want)
+	}
 	for _, want := range []string{
+		"the API server accepted the first patch of 2 cluster(s)",
 		"control plane v1.35.0 -> workers v1.35.0 (already set)", "Wave 1: 12.5s", "Wave 2: not started",
 		"Stopped at cluster p/b, step control plane v1.35.0: timed out after 2s",
 		"  - KubeadmControlPlane b reports version v1.34.2, wants v1.35.0", "capctl describe cluster b -n p:\nCluster p/b",
