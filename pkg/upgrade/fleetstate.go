@@ -141,59 +141,94 @@ func RolloutUnderWay(s ClusterState) (component, version string) {
 }
 
 // Pending lists what the controllers have not finished for the versions already set: the
-// Cluster is not Available, an object has not observed its latest spec, a control plane or
-// worker set reports another version or fewer up-to-date replicas than wanted, a Machine runs
-// another version than its owner asks, is not UpToDate, or is being deleted. Empty: settled.
+// Cluster is not Available (or, with a managed topology, the topology controller has not
+// reconciled it), an object has not observed its latest spec, a control plane or worker set
+// reports another version or fewer up-to-date replicas than wanted, a Machine runs another
+// version than its owner asks, is not UpToDate, or is being deleted. Empty: settled.
 func Pending(s ClusterState) []string {
-	var why []string
+	p := pendingParts(s)
+	why := append(p.cluster, p.controlPlane...)
+	why = append(why, p.workers...)
+	return append(why, p.machines...)
+}
+
+// pending is Pending's reasons by who has to act: the Cluster, the control plane object, the
+// worker objects, and the Machines (sorted by name, each tagged with its owner's role).
+type pending struct {
+	cluster, controlPlane, workers []string
+	machines                       []string
+	// cpMachines and workerMachines count the Machine reasons by owner.
+	cpMachines, workerMachines int
+}
+
+func (p pending) controlPlaneSettled() bool { return len(p.controlPlane) == 0 && p.cpMachines == 0 }
+func (p pending) workersSettled() bool      { return len(p.workers) == 0 && p.workerMachines == 0 }
+
+func pendingParts(s ClusterState) pending {
+	var p pending
 	if s.Cluster.GetDeletionTimestamp() != nil {
-		why = append(why, "the Cluster is being deleted")
+		p.cluster = append(p.cluster, "the Cluster is being deleted")
 	}
 	if st, msg := condition(s.Cluster, "Available"); st != "True" {
-		why = append(why, "Cluster "+conditionLine("Available", st, msg))
+		p.cluster = append(p.cluster, "Cluster "+conditionLine("Available", st, msg))
+	}
+	if s.Topology() {
+		// The topology controller reports here the upgrade it still has to propagate.
+		if st, msg := condition(s.Cluster, "TopologyReconciled"); st != "True" {
+			p.cluster = append(p.cluster, "Cluster "+conditionLine("TopologyReconciled", st, msg))
+		}
 	}
 	cpVersion := ""
 	if cp := s.ControlPlane; cp != nil {
 		cpVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
-		why = append(why, generationLag(cp)...)
+		p.controlPlane = append(p.controlPlane, generationLag(cp)...)
 		if got, _, _ := unstructured.NestedString(cp.Object, "status", "version"); got != cpVersion {
-			why = append(why, fmt.Sprintf("%s reports version %s, wants %s", objName(cp), orNone(got), cpVersion))
+			p.controlPlane = append(p.controlPlane, fmt.Sprintf("%s reports version %s, wants %s", objName(cp), orNone(got), cpVersion))
 		}
-		why = append(why, replicaLag(cp)...)
+		p.controlPlane = append(p.controlPlane, replicaLag(cp)...)
 	}
 	workerVersions := map[string]string{}
 	for i := range s.Workers {
 		w := &s.Workers[i]
 		workerVersions[w.GetKind()+"/"+w.GetName()] = workerVersion(w)
-		why = append(why, generationLag(w)...)
-		why = append(why, replicaLag(w)...)
+		p.workers = append(p.workers, generationLag(w)...)
+		p.workers = append(p.workers, replicaLag(w)...)
 	}
 	machines := append([]unstructured.Unstructured(nil), s.Machines...)
 	sort.Slice(machines, func(i, j int) bool { return machines[i].GetName() < machines[j].GetName() })
 	for i := range machines {
 		m := &machines[i]
 		name := "Machine " + m.GetName()
-		if m.GetDeletionTimestamp() != nil {
-			why = append(why, name+" is being deleted")
-			continue
-		}
+		_, isCP := m.GetLabels()[controlPlaneMachineLabel]
+		var why []string
 		want, known := "", false
 		l := m.GetLabels()
-		if _, ok := l[controlPlaneMachineLabel]; ok && s.ControlPlane != nil {
+		switch {
+		case isCP && s.ControlPlane != nil:
 			want, known = cpVersion, true
-		} else if d := l[deploymentNameLabel]; d != "" {
-			want, known = workerVersions["MachineDeployment/"+d]
-		} else if p := l[poolNameLabel]; p != "" {
-			want, known = workerVersions["MachinePool/"+p]
+		case l[deploymentNameLabel] != "":
+			want, known = workerVersions["MachineDeployment/"+l[deploymentNameLabel]]
+		case l[poolNameLabel] != "":
+			want, known = workerVersions["MachinePool/"+l[poolNameLabel]]
 		}
-		if got, _, _ := unstructured.NestedString(m.Object, "spec", "version"); known && got != want {
-			why = append(why, fmt.Sprintf("%s runs %s, wants %s", name, orNone(got), want))
+		if m.GetDeletionTimestamp() != nil {
+			why = append(why, name+" is being deleted")
+		} else {
+			if got, _, _ := unstructured.NestedString(m.Object, "spec", "version"); known && got != want {
+				why = append(why, fmt.Sprintf("%s runs %s, wants %s", name, orNone(got), want))
+			}
+			if st, msg := condition(m, "UpToDate"); st != "True" {
+				why = append(why, name+" "+conditionLine("UpToDate", st, msg))
+			}
 		}
-		if st, msg := condition(m, "UpToDate"); st != "True" {
-			why = append(why, name+" "+conditionLine("UpToDate", st, msg))
+		p.machines = append(p.machines, why...)
+		if isCP {
+			p.cpMachines += len(why)
+		} else {
+			p.workerMachines += len(why)
 		}
 	}
-	return why
+	return p
 }
 
 // condition reads a v1beta2 condition (status.conditions) as the controllers write it.

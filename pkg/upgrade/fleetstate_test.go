@@ -85,7 +85,13 @@ func TestStepDone(t *testing.T) {
 		}, ControlPlane, "v1.35.0", "Cluster spec.topology.version is v1.34.1, not v1.35.0"},
 		{"topology settled includes workers", func(s *ClusterState) {
 			_ = unstructured.SetNestedField(s.Cluster.Object, map[string]any{"version": "v1.34.1"}, "spec", "topology")
+			_ = unstructured.SetNestedSlice(s.Cluster.Object, []any{cond("Available", "True"), cond("TopologyReconciled", "True")}, "status", "conditions")
 		}, ControlPlane, "v1.34.1", ""},
+		{"topology controller still propagating", func(s *ClusterState) {
+			_ = unstructured.SetNestedField(s.Cluster.Object, map[string]any{"version": "v1.34.1"}, "spec", "topology")
+			_ = unstructured.SetNestedSlice(s.Cluster.Object, []any{cond("Available", "True"),
+				map[string]any{"type": "TopologyReconciled", "status": "False", "message": "Cluster is upgrading to v1.34.1"}}, "status", "conditions")
+		}, ControlPlane, "v1.34.1", "Cluster TopologyReconciled is False: Cluster is upgrading to v1.34.1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
