@@ -2,9 +2,14 @@ package upgrade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/capctl/capctl/pkg/versions"
 )
 
 // Labels the Cluster API controllers put on Machines, telling who owns them.
@@ -298,4 +303,207 @@ func orNone(v string) string {
 		return "(none)"
 	}
 	return v
+}
+
+// UpgradePlan is the plan the topology controller computed for a managed-topology cluster: the
+// versions it has still to apply to the control plane (status.controlPlane.upgradePlan) and to
+// the workers (status.workers.upgradePlan). It recomputes them while it walks a chained upgrade;
+// a version leaves the list once it is applied. Both are empty when no upgrade is in progress.
+func (s ClusterState) UpgradePlan() (controlPlane, workers []string) {
+	return planVersions(s.Cluster, "controlPlane"), planVersions(s.Cluster, "workers")
+}
+
+func planVersions(cl *unstructured.Unstructured, part string) []string {
+	items, _, _ := unstructured.NestedSlice(cl.Object, "status", part, "upgradePlan")
+	var out []string
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			if v, _ := m["version"].(string); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// ChainTracker follows a managed-topology cluster while the topology controller walks the
+// upgrade plan it computed (a chained upgrade: the ClusterClass lists spec.kubernetesVersions and
+// spec.topology.version was set to a target several minors up). Every version the control plane
+// or the workers go through is one step; a step is done when the controllers have rolled it out
+// (the object reports it, every replica and Machine up to date), or when the topology controller
+// has already applied a later version, which it does only after the step finished. A step's
+// seconds run from the end of the previous step (or the start of tracking) to the observation
+// that it was done.
+type ChainTracker struct {
+	last                time.Time
+	baseCP, baseWorkers string
+	steps               []chainStep
+	planCP, planWorkers []string
+}
+
+// chainStep is a step and whether its version was seen applied to the objects.
+type chainStep struct {
+	FleetStepReport
+	started bool
+}
+
+// ChainUpdate is what one observation changed.
+type ChainUpdate struct {
+	// Done are the steps found finished since the previous observation, in order.
+	Done []FleetStepReport
+	// PlanChanged is set when the topology controller's plan differs from the last one seen.
+	PlanChanged                   bool
+	ControlPlanePlan, WorkersPlan []string
+}
+
+// NewChainTracker starts tracking from the cluster's state at now. Versions already rolled out
+// are the baseline; a version still rolling out is tracked as the first step.
+func NewChainTracker(s ClusterState, now time.Time) *ChainTracker {
+	p := pendingParts(s)
+	t := &ChainTracker{last: now}
+	if s.ControlPlane != nil {
+		t.baseCP, _, _ = unstructured.NestedString(s.ControlPlane.Object, "spec", "version")
+		if !p.controlPlaneSettled() {
+			t.baseCP, _, _ = unstructured.NestedString(s.ControlPlane.Object, "status", "version")
+		}
+	}
+	t.baseWorkers = oldestVersion(s.WorkerVersions())
+	if !p.workersSettled() {
+		var running []string
+		for i := range s.Machines {
+			if _, cp := s.Machines[i].GetLabels()[controlPlaneMachineLabel]; !cp {
+				v, _, _ := unstructured.NestedString(s.Machines[i].Object, "spec", "version")
+				running = append(running, v)
+			}
+		}
+		if v := oldestVersion(running); v != "" {
+			t.baseWorkers = v
+		}
+	}
+	return t
+}
+
+// Observe reads one state of the cluster at now.
+func (t *ChainTracker) Observe(s ClusterState, now time.Time) ChainUpdate {
+	p := pendingParts(s)
+	cpPlan, wPlan := s.UpgradePlan()
+	cpV := ""
+	if s.ControlPlane != nil {
+		cpV, _, _ = unstructured.NestedString(s.ControlPlane.Object, "spec", "version")
+	}
+	wVersions := s.WorkerVersions()
+	minW := oldestVersion(wVersions)
+
+	// The steps: every version the objects were given since tracking began, then what the
+	// controller's latest plan still lists.
+	if cpV != "" && compareVersions(cpV, t.baseCP) > 0 {
+		t.ensure(ControlPlane, cpV)
+	}
+	for _, v := range cpPlan {
+		t.ensure(ControlPlane, v)
+	}
+	for _, v := range wVersions {
+		if compareVersions(v, t.baseWorkers) > 0 {
+			t.ensure(Workers, v)
+		}
+	}
+	for _, v := range wPlan {
+		t.ensure(Workers, v)
+	}
+	sort.SliceStable(t.steps, func(i, j int) bool {
+		if c := compareVersions(t.steps[i].Version, t.steps[j].Version); c != 0 {
+			return c < 0
+		}
+		return t.steps[i].Component == ControlPlane && t.steps[j].Component == Workers
+	})
+
+	var u ChainUpdate
+	kept := t.steps[:0]
+	for _, st := range t.steps {
+		var current, done bool
+		if st.Component == ControlPlane {
+			current = st.Version == cpV
+			done = current && p.controlPlaneSettled()
+			// The controller applies the next version only once this one rolled out.
+			done = done || (st.started && compareVersions(cpV, st.Version) > 0)
+		} else {
+			current = slices.Contains(wVersions, st.Version)
+			done = allEqual(wVersions, st.Version) && p.workersSettled()
+			done = done || (st.started && compareVersions(minW, st.Version) > 0)
+		}
+		st.started = st.started || current
+		planned := slices.Contains(cpPlan, st.Version)
+		if st.Component == Workers {
+			planned = slices.Contains(wPlan, st.Version)
+		}
+		if !st.Done && done {
+			st.Done = true
+			st.Seconds = float64(now.Sub(t.last).Milliseconds()) / 1000
+			t.last = now
+			u.Done = append(u.Done, st.FleetStepReport)
+		}
+		// A step never started that the recomputed plan no longer lists is dropped (the
+		// ClusterClass's versions changed under the upgrade).
+		if st.Done || st.started || planned {
+			kept = append(kept, st)
+		}
+	}
+	t.steps = kept
+	u.ControlPlanePlan, u.WorkersPlan = cpPlan, wPlan
+	u.PlanChanged = !slices.Equal(cpPlan, t.planCP) || !slices.Equal(wPlan, t.planWorkers)
+	t.planCP, t.planWorkers = cpPlan, wPlan
+	return u
+}
+
+// Steps are the steps known so far: those done with their seconds, then those still to come.
+func (t *ChainTracker) Steps() []FleetStepReport {
+	out := make([]FleetStepReport, len(t.steps))
+	for i, st := range t.steps {
+		out[i] = st.FleetStepReport
+	}
+	return out
+}
+
+func (t *ChainTracker) ensure(component, version string) {
+	for _, st := range t.steps {
+		if st.Component == component && st.Version == version {
+			return
+		}
+	}
+	t.steps = append(t.steps, chainStep{FleetStepReport: FleetStepReport{Component: component, Version: version}})
+}
+
+// compareVersions orders two Kubernetes versions; one that does not parse sorts first, and ""
+// (nothing known) before any version.
+func compareVersions(a, b string) int {
+	va, ea := versions.Parse(a)
+	vb, eb := versions.Parse(b)
+	switch {
+	case ea != nil && eb != nil:
+		return strings.Compare(a, b)
+	case ea != nil:
+		return -1
+	case eb != nil:
+		return 1
+	}
+	return va.Compare(vb)
+}
+
+func oldestVersion(vs []string) string {
+	out := ""
+	for _, v := range vs {
+		if out == "" || compareVersions(v, out) < 0 {
+			out = v
+		}
+	}
+	return out
+}
+
+func allEqual(vs []string, v string) bool {
+	for _, x := range vs {
+		if x != v {
+			return false
+		}
+	}
+	return len(vs) > 0
 }

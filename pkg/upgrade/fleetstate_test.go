@@ -1,8 +1,10 @@
 package upgrade
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -161,5 +163,149 @@ func TestRolloutUnderWay(t *testing.T) {
 				t.Errorf("RolloutUnderWay = %q %q, want %q %q", c, v, tc.component, tc.version)
 			}
 		})
+	}
+}
+
+// chainState is a managed-topology cluster (one control-plane Machine, a MachineDeployment of two)
+// as the controllers report it during a chained upgrade: the control plane is asked cpSpec and
+// its Machine runs cpRuns, the workers are asked wSpec and run wRuns (a Machine is UpToDate when
+// it runs what is asked), and the topology controller's status lists cpPlan and wPlan.
+func chainState(topo, cpSpec, cpRuns, wSpec, wRuns string, cpPlan, wPlan []string) ClusterState {
+	s := settled()
+	_ = unstructured.SetNestedField(s.Cluster.Object, map[string]any{"version": topo}, "spec", "topology")
+	plan := func(vs []string) []any {
+		var out []any
+		for _, v := range vs {
+			out = append(out, map[string]any{"version": v})
+		}
+		return out
+	}
+	status := map[string]any{"conditions": []any{cond("Available", "True"), cond("TopologyReconciled", "True")}}
+	if topo != cpSpec || topo != wSpec || cpSpec != cpRuns || wSpec != wRuns {
+		status["conditions"] = []any{cond("Available", "True"), cond("TopologyReconciled", "False")}
+	}
+	if len(cpPlan) > 0 {
+		status["controlPlane"] = map[string]any{"upgradePlan": plan(cpPlan)}
+	}
+	if len(wPlan) > 0 {
+		status["workers"] = map[string]any{"upgradePlan": plan(wPlan)}
+	}
+	s.Cluster.Object["status"] = status
+	upToDate := func(spec, runs string, n int64) (int64, []any) {
+		if spec == runs {
+			return n, []any{cond("UpToDate", "True")}
+		}
+		return 0, []any{cond("UpToDate", "False")}
+	}
+	n, c := upToDate(cpSpec, cpRuns, 1)
+	_ = unstructured.SetNestedField(s.ControlPlane.Object, cpSpec, "spec", "version")
+	_ = unstructured.SetNestedField(s.ControlPlane.Object, cpRuns, "status", "version")
+	_ = unstructured.SetNestedField(s.ControlPlane.Object, n, "status", "upToDateReplicas")
+	_ = unstructured.SetNestedField(s.Machines[0].Object, cpRuns, "spec", "version")
+	_ = unstructured.SetNestedSlice(s.Machines[0].Object, c, "status", "conditions")
+	n, c = upToDate(wSpec, wRuns, 2)
+	_ = unstructured.SetNestedField(s.Workers[0].Object, wSpec, "spec", "template", "spec", "version")
+	_ = unstructured.SetNestedField(s.Workers[0].Object, n, "status", "upToDateReplicas")
+	for _, m := range s.Machines[1:] {
+		_ = unstructured.SetNestedField(m.Object, wRuns, "spec", "version")
+		_ = unstructured.SetNestedSlice(m.Object, c, "status", "conditions")
+	}
+	return s
+}
+
+func stepList(steps []FleetStepReport) string {
+	var out []string
+	for _, s := range steps {
+		line := stepName(s.Component, s.Version)
+		if s.Done {
+			line += fmt.Sprintf(" done %.0fs", s.Seconds)
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "; ")
+}
+
+// TestChainTracker replays the Cluster states of a v1.34.2 → v1.36.0 chained upgrade as the
+// topology controller walks it (control plane v1.35.0, control plane v1.36.0, then the workers
+// straight to v1.36.0, which the skew policy allows), one read every 20s from the patch, and
+// checks the steps seen, when each is done and its seconds (since the previous step's end), and
+// that only the final state is done at the target.
+func TestChainTracker(t *testing.T) {
+	type obs struct {
+		state    ClusterState
+		done     string // steps finished at this observation
+		plan     bool   // the plan changed
+		finished bool   // StepDone at the target
+	}
+	const a, b, c = "v1.34.2", "v1.35.0", "v1.36.0"
+	v := []string{}
+	cases := []struct {
+		name  string
+		seq   []obs
+		steps string
+	}{
+		{"every state seen", []obs{
+			{state: chainState(c, a, a, a, a, nil, nil)}, // patched, not planned yet
+			{state: chainState(c, b, a, a, a, []string{c}, []string{c}), plan: true},
+			{state: chainState(c, b, b, a, a, []string{c}, []string{c}), done: "control plane v1.35.0 done 60s"},
+			{state: chainState(c, c, b, a, a, v, []string{c}), plan: true},
+			{state: chainState(c, c, c, a, a, v, []string{c}), done: "control plane v1.36.0 done 40s"},
+			{state: chainState(c, c, c, c, a, v, v), plan: true},
+			{state: chainState(c, c, c, c, c, v, v), done: "workers v1.36.0 done 40s", finished: true},
+		}, "control plane v1.35.0 done 60s; control plane v1.36.0 done 40s; workers v1.36.0 done 40s"},
+		{"a rolled-out state between two polls is not seen", []obs{
+			{state: chainState(c, b, a, a, a, []string{c}, []string{c}), plan: true},
+			// v1.35.0 finished and the controller applied v1.36.0 between two reads.
+			{state: chainState(c, c, b, a, a, v, []string{c}), done: "control plane v1.35.0 done 40s", plan: true},
+			{state: chainState(c, c, c, c, c, v, v), done: "control plane v1.36.0 done 20s; workers v1.36.0 done 0s", plan: true, finished: true},
+		}, "control plane v1.35.0 done 40s; control plane v1.36.0 done 20s; workers v1.36.0 done 0s"},
+		{"the plan is recomputed under the upgrade", []obs{
+			{state: chainState(c, a, a, a, a, []string{b, c}, []string{c}), plan: true},
+			// The ClusterClass now lists v1.35.1 instead of v1.35.0: the controller plans it.
+			{state: chainState(c, a, a, a, a, []string{"v1.35.1", c}, []string{c}), plan: true},
+			{state: chainState(c, "v1.35.1", "v1.35.1", a, a, []string{c}, []string{c}), done: "control plane v1.35.1 done 60s", plan: true},
+		}, "control plane v1.35.1 done 60s; control plane v1.36.0; workers v1.36.0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			tr := NewChainTracker(chainState(a, a, a, a, a, nil, nil), now)
+			for i, o := range tc.seq {
+				now = now.Add(20 * time.Second)
+				u := tr.Observe(o.state, now)
+				if got := stepList(u.Done); got != o.done {
+					t.Errorf("observation %d: done %q, want %q", i, got, o.done)
+				}
+				if u.PlanChanged != o.plan {
+					t.Errorf("observation %d: plan changed %v, want %v", i, u.PlanChanged, o.plan)
+				}
+				if done, why := StepDone(o.state, ControlPlane, c); done != o.finished {
+					t.Errorf("observation %d: done at %s %v, want %v (%q)", i, c, done, o.finished, why)
+				}
+			}
+			if got := stepList(tr.Steps()); got != tc.steps {
+				t.Errorf("steps %q\nwant  %q", got, tc.steps)
+			}
+		})
+	}
+}
+
+// TestChainTrackerResumes: tracking that starts while the control plane still rolls out
+// v1.35.0 (a re-run after Ctrl-C) counts that rollout as its first step.
+func TestChainTrackerResumes(t *testing.T) {
+	const a, b, c = "v1.34.2", "v1.35.0", "v1.36.0"
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tr := NewChainTracker(chainState(c, b, a, a, a, []string{c}, []string{c}), now)
+	u := tr.Observe(chainState(c, b, b, a, a, []string{c}, []string{c}), now.Add(10*time.Second))
+	if got := stepList(u.Done); got != "control plane v1.35.0 done 10s" {
+		t.Errorf("done %q", got)
+	}
+	if got := stepList(tr.Steps()); got != "control plane v1.35.0 done 10s; control plane v1.36.0; workers v1.36.0" {
+		t.Errorf("steps %q", got)
+	}
+	// Settled already at the target: nothing to track.
+	tr = NewChainTracker(chainState(c, c, c, c, c, nil, nil), now)
+	if u := tr.Observe(chainState(c, c, c, c, c, nil, nil), now); len(u.Done) != 0 || len(tr.Steps()) != 0 {
+		t.Errorf("at the target: %+v, steps %q", u, stepList(tr.Steps()))
 	}
 }
