@@ -570,7 +570,12 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 			steps := make([]string, 0, len(c.Steps))
 			for _, s := range c.Steps {
 				st := upgrade.UpgradeStep{Component: s.Component, Version: s.Version}.String()
-				if len(s.Patched) == 0 {
+				switch {
+				case s.TopologyPlan && s.Done:
+					st += fmt.Sprintf(" (topology plan, %.0fs)", s.Seconds)
+				case s.TopologyPlan:
+					st += " (topology plan)"
+				case len(s.Patched) == 0:
 					st += " (already set)"
 				}
 				steps = append(steps, st)

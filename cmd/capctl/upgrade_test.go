@@ -252,6 +252,10 @@ func TestRenderFleetApplyStopped(t *testing.T) {
 				{Component: upgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"KubeadmControlPlane a spec.version"}, Done: true},
 				{Component: upgrade.Workers, Version: "v1.35.0", Done: true}}},
 			{Namespace: "p", Name: "b", Result: upgrade.ResultFailed, Seconds: 2.5},
+			{Namespace: "p", Name: "d", Result: upgrade.ResultUpgraded, Seconds: 95, Steps: []upgrade.FleetStepReport{
+				{Component: upgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"Cluster d spec.topology.version"}, Seconds: 40, Done: true, TopologyPlan: true},
+				{Component: upgrade.ControlPlane, Version: "v1.36.0", Seconds: 30, Done: true, TopologyPlan: true},
+				{Component: upgrade.Workers, Version: "v1.36.0", TopologyPlan: true}}},
 		}},
 		{Wave: "2", Clusters: []upgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: upgrade.ResultNotStarted}}},
 	}, Failure: &upgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
@@ -277,6 +281,7 @@ func TestRenderFleetApplyStopped(t *testing.T) {
 	for _, want := range []string{
 		"the API server accepted the first patch of 2 cluster(s)",
 		"control plane v1.35.0 -> workers v1.35.0 (already set)", "Wave 1: 12.5s", "Wave 2: not started",
+		"control plane v1.35.0 (topology plan, 40s) -> control plane v1.36.0 (topology plan, 30s) -> workers v1.36.0 (topology plan)",
 		"Stopped at cluster p/b, step control plane v1.35.0: timed out after 2s",
 		"  - KubeadmControlPlane b reports version v1.34.2, wants v1.35.0", "capctl describe cluster b -n p:\nCluster p/b",
 	} {

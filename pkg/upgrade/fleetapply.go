@@ -90,14 +90,18 @@ type FleetClusterReport struct {
 	Steps     []FleetStepReport `json:"steps,omitempty"`
 }
 
-// FleetStepReport is one version change: the objects patched (none when a re-run found the
-// version already set) and how long until the step was done.
+// FleetStepReport is one version change: the objects capctl patched in it (none when a re-run
+// found the version already set) and how long until the step was done.
 type FleetStepReport struct {
 	Component string   `json:"component"`
 	Version   string   `json:"version"`
 	Patched   []string `json:"patched,omitempty"`
 	Seconds   float64  `json:"seconds"`
 	Done      bool     `json:"done"`
+	// TopologyPlan is set when the topology controller applied this version, walking the upgrade
+	// plan it computed after spec.topology.version was set to the target (a chained upgrade);
+	// the first such step carries capctl's patch.
+	TopologyPlan bool `json:"topologyPlan,omitempty"`
 }
 
 // FleetApplyFailure names the cluster and step that stopped the fleet, and why.
@@ -389,6 +393,22 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			a.req.Progress("  %s: already at %s", name, target)
 			return nil
 		}
+		if !a.req.DryRun && step == "" && s.Topology() {
+			// spec.topology.version is at the target already (a re-run, or the chained patch
+			// below): the topology controller may still be walking its plan to it.
+			tracked, failed := a.followTopology(ctx, cu, info, s, target, time.Now(), nil, cr, stop)
+			if failed != nil {
+				return failed
+			}
+			if patchedAny || tracked {
+				cr.Result = ResultUpgraded
+				a.req.Progress("  %s: at %s", name, target)
+			} else {
+				cr.Result = ResultUpToDate
+				a.req.Progress("  %s: already at %s", name, target)
+			}
+			return nil
+		}
 		// Whatever is set already must finish rolling out before anything more is asked (after
 		// an interrupted run this is where it resumes); at the target this is the final wait.
 		// A version change found under way (an earlier run set it) is reported as a step of
@@ -451,6 +471,15 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 		}
 		patchedAny = true
 		a.req.Progress("  %s: set %s to %s", name, strings.Join(patched, ", "), version)
+		if patchTarget == patchTopology && info.ClassVersions != nil {
+			// A chained upgrade: the topology controller walks the minors; follow its plan.
+			if _, failed := a.followTopology(ctx, cu, info, s, target, begin, patched, cr, stop); failed != nil {
+				return failed
+			}
+			cr.Result = ResultUpgraded
+			a.req.Progress("  %s: at %s in %.0fs", name, target, since(begin))
+			return nil
+		}
 		cr.Steps = append(cr.Steps, sr)
 		if failed := a.waitSettled(ctx, cu, info, step, version, stop); failed != nil {
 			cr.Steps[len(cr.Steps)-1].Seconds = since(begin)
@@ -501,6 +530,78 @@ func nextPatch(s ClusterState, info ClusterInfo, cu ClusterUpgrade, target strin
 		return Workers, st.Version, patchWorkers
 	}
 	return ControlPlane, st.Version, patchControlPlane
+}
+
+// followTopology waits until a managed-topology cluster is done at target (control plane and
+// every worker at the target, rolled out, the Cluster Available and its topology reconciled),
+// reporting each version the topology controller takes the control plane and the workers
+// through as a step of the cluster, with its seconds (ChainTracker). base is the state read
+// before the patch (if any) made at begin; patched, what that patch changed, is recorded on
+// the first step. It says whether any step was seen.
+func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, base ClusterState, target string, begin time.Time, patched []string, cr *FleetClusterReport, stop func(string, error, []string) *FleetApplyFailure) (bool, *FleetApplyFailure) {
+	name := cu.Namespace + "/" + cu.Name
+	tr := NewChainTracker(base, begin)
+	first := len(cr.Steps)
+	record := func() []FleetStepReport {
+		steps := tr.Steps()
+		if len(steps) == 0 && len(patched) > 0 {
+			steps = []FleetStepReport{{Component: ControlPlane, Version: target}}
+		}
+		for i := range steps {
+			steps[i].TopologyPlan = true
+		}
+		if len(steps) > 0 {
+			steps[0].Patched = patched
+		}
+		cr.Steps = append(cr.Steps[:first], steps...)
+		return steps
+	}
+	var last []string
+	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
+		s, err := a.readState(ctx, info, cu)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			last = []string{err.Error()}
+			return false, nil
+		}
+		u := tr.Observe(s, time.Now())
+		if u.PlanChanged && len(u.ControlPlanePlan)+len(u.WorkersPlan) > 0 {
+			a.req.Progress("  %s: the topology controller plans %s", name, planLine(u.ControlPlanePlan, u.WorkersPlan))
+		}
+		for _, d := range u.Done {
+			a.req.Progress("  %s: %s done in %.0fs", name, stepName(d.Component, d.Version), d.Seconds)
+		}
+		record()
+		var done bool
+		done, last = StepDone(s, ControlPlane, target)
+		return done, nil
+	})
+	steps := record()
+	if err == nil {
+		return len(tr.Steps()) > 0, nil
+	}
+	step := stepName(ControlPlane, target)
+	for _, st := range steps {
+		if !st.Done {
+			step = stepName(st.Component, st.Version)
+			break
+		}
+	}
+	return false, stop(step, err, last)
+}
+
+// planLine shows the topology controller's plan: "control plane v1.35.0, v1.36.0; workers v1.36.0".
+func planLine(cp, workers []string) string {
+	var parts []string
+	if len(cp) > 0 {
+		parts = append(parts, "control plane "+strings.Join(cp, ", "))
+	}
+	if len(workers) > 0 {
+		parts = append(parts, "workers "+strings.Join(workers, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitSettled polls the cluster until the step is done (or, with an empty step, until what is
