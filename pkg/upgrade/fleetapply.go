@@ -376,6 +376,16 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 	target := a.req.KubernetesVersion
 	info := a.infos[name]
 	patchedAny := false
+	finish := func(upgraded bool) *FleetApplyFailure {
+		if upgraded {
+			cr.Result = ResultUpgraded
+			a.req.Progress("  %s: at %s", name, target)
+		} else {
+			cr.Result = ResultUpToDate
+			a.req.Progress("  %s: already at %s", name, target)
+		}
+		return nil
+	}
 	for {
 		s, err := a.readState(ctx, info, cu)
 		if err != nil {
@@ -394,20 +404,13 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			return nil
 		}
 		if !a.req.DryRun && step == "" && s.Topology() {
-			// spec.topology.version is at the target already (a re-run, or the chained patch
-			// below): the topology controller may still be walking its plan to it.
+			// spec.topology.version is at the target already (a re-run, or the last one-minor
+			// step done): the topology controller may still be walking its plan to it.
 			tracked, failed := a.followTopology(ctx, cu, info, s, target, time.Now(), nil, cr, stop)
 			if failed != nil {
 				return failed
 			}
-			if patchedAny || tracked {
-				cr.Result = ResultUpgraded
-				a.req.Progress("  %s: at %s", name, target)
-			} else {
-				cr.Result = ResultUpToDate
-				a.req.Progress("  %s: already at %s", name, target)
-			}
-			return nil
+			return finish(patchedAny || tracked)
 		}
 		// Whatever is set already must finish rolling out before anything more is asked (after
 		// an interrupted run this is where it resumes); at the target this is the final wait.
@@ -441,14 +444,7 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			}
 		}
 		if step == "" {
-			if patchedAny {
-				cr.Result = ResultUpgraded
-				a.req.Progress("  %s: at %s", name, target)
-			} else {
-				cr.Result = ResultUpToDate
-				a.req.Progress("  %s: already at %s", name, target)
-			}
-			return nil
+			return finish(patchedAny)
 		}
 		if userCtx.Err() != nil || gctx.Err() != nil {
 			return stop(stepName(step, version), userCtx.Err(), nil)
@@ -556,16 +552,7 @@ func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, in
 		cr.Steps = append(cr.Steps[:first], steps...)
 		return steps
 	}
-	var last []string
-	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
-		s, err := a.readState(ctx, info, cu)
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			last = []string{err.Error()}
-			return false, nil
-		}
+	last, err := a.poll(ctx, cu, info, func(s ClusterState) (bool, []string) {
 		u := tr.Observe(s, time.Now())
 		if u.PlanChanged && len(u.ControlPlanePlan)+len(u.WorkersPlan) > 0 {
 			a.req.Progress("  %s: the topology controller plans %s", name, planLine(u.ControlPlanePlan, u.WorkersPlan))
@@ -574,9 +561,7 @@ func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, in
 			a.req.Progress("  %s: %s done in %.0fs", name, stepName(d.Component, d.Version), d.Seconds)
 		}
 		record()
-		var done bool
-		done, last = StepDone(s, ControlPlane, target)
-		return done, nil
+		return StepDone(s, ControlPlane, target)
 	})
 	steps := record()
 	if err == nil {
@@ -607,6 +592,26 @@ func planLine(cp, workers []string) string {
 // waitSettled polls the cluster until the step is done (or, with an empty step, until what is
 // set has rolled out), the cluster's timeout, or a stop.
 func (a *fleetApplier) waitSettled(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, step, version string, stop func(string, error, []string) *FleetApplyFailure) *FleetApplyFailure {
+	last, err := a.poll(ctx, cu, info, func(s ClusterState) (bool, []string) {
+		if step == "" {
+			why := Pending(s)
+			return len(why) == 0, why
+		}
+		return StepDone(s, step, version)
+	})
+	if err == nil {
+		return nil
+	}
+	name := "the rollout already under way"
+	if step != "" {
+		name = stepName(step, version)
+	}
+	return stop(name, err, last)
+}
+
+// poll reads the cluster's state every PollInterval until done says so, the context ends, or the
+// cluster's timeout; it returns the reasons done gave last (or the last read error).
+func (a *fleetApplier) poll(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, done func(ClusterState) (bool, []string)) ([]string, error) {
 	var last []string
 	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
 		s, err := a.readState(ctx, info, cu)
@@ -618,23 +623,11 @@ func (a *fleetApplier) waitSettled(ctx context.Context, cu ClusterUpgrade, info 
 			last = []string{err.Error()}
 			return false, nil
 		}
-		var done bool
-		if step == "" {
-			last = Pending(s)
-			done = len(last) == 0
-		} else {
-			done, last = StepDone(s, step, version)
-		}
-		return done, nil
+		var ok bool
+		ok, last = done(s)
+		return ok, nil
 	})
-	if err == nil {
-		return nil
-	}
-	name := "the rollout already under way"
-	if step != "" {
-		name = stepName(step, version)
-	}
-	return stop(name, err, last)
+	return last, err
 }
 
 var capiV1beta2 = schema.GroupVersion{Group: capiGroup, Version: "v1beta2"}

@@ -120,18 +120,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 		!slices.Contains(plans, "controlPlane=["+middle+" "+target+"] workers=["+target+"]") {
 		t.Errorf("the topology controller never published a plan through %s to %s with the workers going straight to %s: %v", middle, target, target, plans)
 	}
-	after := machineVersions(t, mgmt, chainNS)
-	for m, v := range after {
-		if v != target {
-			t.Errorf("Machine %s runs %s after the upgrade", m, v)
-		}
-		if _, old := before[m]; old {
-			t.Errorf("Machine %s was not replaced", m)
-		}
-	}
-	if len(after) != 2 {
-		t.Errorf("Machines after the upgrade: %v", after)
-	}
+	assertReplaced(t, before, machineVersions(t, mgmt, chainNS), target)
 	e.waitAvailable(mgmt, chainNS, name, time.Minute)
 
 	// The same command again finds the cluster at the target and patches nothing.
@@ -157,6 +146,23 @@ func fleetReport(t *testing.T, out string) upgrade.FleetApplyReport {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
 	return rep
+}
+
+// assertReplaced checks that the Machines after an upgrade are as many as before, all new, and
+// all at target.
+func assertReplaced(t *testing.T, before, after map[string]string, target string) {
+	t.Helper()
+	for m, v := range after {
+		if v != target {
+			t.Errorf("Machine %s runs %s after the upgrade", m, v)
+		}
+		if _, old := before[m]; old {
+			t.Errorf("Machine %s was not replaced", m)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("Machines after the upgrade: %v, before: %v", after, before)
+	}
 }
 
 // versionWatch records, while capctl runs, the distinct spec.version values of the cluster's

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -62,14 +61,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 	out := e.mustCapctl(mgmt, "upgrade", "apply", "--kubernetes-version", target, "-n", fleetNS,
 		"--max-parallel", "2", "--timeout", "8m", "-o", "json")
 	total := time.Since(start)
-	i := strings.Index(out, "{\n")
-	if i < 0 {
-		t.Fatalf("no JSON report in:\n%s", out)
-	}
-	var rep upgrade.FleetApplyReport
-	if err := json.Unmarshal([]byte(out[i:]), &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
+	rep := fleetReport(t, out)
 	if len(rep.Waves) != 2 || len(rep.Waves[0].Clusters) != 1 || len(rep.Waves[1].Clusters) != 2 {
 		t.Fatalf("waves %+v", rep.Waves)
 	}
@@ -84,18 +76,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 	}
 	t.Logf("fleet of 3 clusters, 2 waves, one minor up: %s", total.Round(100*time.Millisecond))
 
-	after := machineVersions(t, mgmt, fleetNS)
-	for name, v := range after {
-		if v != target {
-			t.Errorf("Machine %s runs %s after the upgrade", name, v)
-		}
-		if _, old := before[name]; old {
-			t.Errorf("Machine %s was not replaced", name)
-		}
-	}
-	if len(after) != 6 {
-		t.Errorf("Machines after the upgrade: %v", after)
-	}
+	assertReplaced(t, before, machineVersions(t, mgmt, fleetNS), target)
 	for name := range waves {
 		e.waitAvailable(mgmt, fleetNS, name, time.Minute)
 	}
