@@ -554,11 +554,11 @@ func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, in
 	}
 	last, err := a.poll(ctx, cu, info, func(s ClusterState) (bool, []string) {
 		u := tr.Observe(s, time.Now())
-		if u.PlanChanged && len(u.ControlPlanePlan)+len(u.WorkersPlan) > 0 {
-			a.req.Progress("  %s: the topology controller plans %s", name, planLine(u.ControlPlanePlan, u.WorkersPlan))
-		}
 		for _, d := range u.Done {
 			a.req.Progress("  %s: %s done in %.0fs", name, stepName(d.Component, d.Version), d.Seconds)
+		}
+		if u.PlanChanged && len(u.ControlPlanePlan)+len(u.WorkersPlan) > 0 {
+			a.req.Progress("  %s: topology controller's plan (%s): %s", name, planLine(u.ControlPlanePlan, u.WorkersPlan), stepsToGo(tr.Steps()))
 		}
 		record()
 		return StepDone(s, ControlPlane, target)
@@ -577,7 +577,19 @@ func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, in
 	return false, stop(step, err, last)
 }
 
-// planLine shows the topology controller's plan: "control plane v1.35.0, v1.36.0; workers v1.36.0".
+// stepsToGo lists the steps not done: "control plane v1.35.0 -> control plane v1.36.0 -> workers v1.36.0".
+func stepsToGo(steps []FleetStepReport) string {
+	var out []string
+	for _, st := range steps {
+		if !st.Done {
+			out = append(out, stepName(st.Component, st.Version))
+		}
+	}
+	return strings.Join(out, " -> ")
+}
+
+// planLine shows the topology controller's plan as its status lists it (a version leaves the
+// list once applied): "control plane v1.36.0; workers v1.36.0".
 func planLine(cp, workers []string) string {
 	var parts []string
 	if len(cp) > 0 {

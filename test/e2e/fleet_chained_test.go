@@ -101,7 +101,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 	}
 	t.Logf("cluster %s, %s -> %s through %s: %s in %.1fs (wave %.1fs, command %s)", name, k8sVersion, target, middle,
 		c.Result, c.Seconds, rep.Waves[0].Seconds, total.Round(100*time.Millisecond))
-	for _, line := range []string{"the topology controller plans control plane ",
+	for _, line := range []string{"): control plane " + middle + " -> control plane " + target + " -> workers " + target,
 		"control plane " + middle + " done in", "control plane " + target + " done in", "workers " + target + " done in"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("progress lacks %q", line)
