@@ -3,6 +3,7 @@ package describe_test
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -77,6 +78,19 @@ func TestSummarizeFleet(t *testing.T) {
 	all = fleetOnly(all)
 	if len(all) != clusters+1 {
 		t.Fatalf("%d fleet rows, want %d", len(all), clusters+1)
+	}
+
+	// Lists read in pages of 6 give the same rows, one request per page.
+	restore := describe.SetListPageSize(6)
+	paged, pagedRequests := summarize(describe.SummaryOptions{Namespace: "fleet-002"})
+	restore()
+	unpaged, unpagedRequests := summarize(describe.SummaryOptions{Namespace: "fleet-002"})
+	if !reflect.DeepEqual(paged, unpaged) {
+		t.Errorf("paged rows differ from unpaged ones:\n%+v\n%+v", paged, unpaged)
+	}
+	// fleet-002 has 21 Clusters (4 pages) and 20 control planes (4 pages).
+	if want := unpagedRequests + 3 + 3; pagedRequests != want {
+		t.Errorf("%d requests paged, want %d (%d unpaged, 3 more pages of Clusters and 3 of control planes)", pagedRequests, want, unpagedRequests)
 	}
 
 	var table bytes.Buffer
