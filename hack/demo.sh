@@ -151,7 +151,7 @@ capctl init "${INIT[@]}"
 kubectl get providers.clusterctl.cluster.x-k8s.io -A
 kubectl get pods -A -o wide
 
-CLUSTER=demo-1 NS=demo
+CLUSTER=demo-1 CLUSTER2=demo-2 NS=demo
 say "2. Generate a workload cluster (in-memory flavor: CAPD simulates its machines) and create it"
 capctl generate cluster "$CLUSTER" --flavor in-memory --kubernetes-version "$WL_K8S" \
   --control-plane-machine-count 1 --worker-machine-count 1 --target-namespace "$NS" --write-to "$WORK/$CLUSTER.yaml"
@@ -186,21 +186,31 @@ echo mgmt-2 >"$WORK/mgmt/capd-home"
 for _ in $(seq 360); do [[ "$(cat "$WORK/mgmt/capd-ready" 2>/dev/null)" == mgmt-2 ]] && break; sleep 0.5; done
 [[ "$(cat "$WORK/mgmt/capd-ready" 2>/dev/null)" == mgmt-2 ]] || die "CAPD did not restart against the target"
 export KUBECONFIG="$TARGET"
+note "A second workload cluster on the target (one control plane machine), so that the fleet upgrade below has two waves."
+capctl generate cluster "$CLUSTER2" --flavor in-memory --kubernetes-version "$WL_K8S" \
+  --control-plane-machine-count 1 --worker-machine-count 0 --target-namespace "$NS" --write-to "$WORK/$CLUSTER2.yaml"
+kubectl apply -f "$WORK/$CLUSTER2.yaml"
 note "Moved objects arrive without status; the target's controllers rebuild it."
 until_available "$CLUSTER" 420
 capctl describe cluster "$CLUSTER" -n "$NS"
+until_available "$CLUSTER2" 420
 
-say "8. Roll the workload cluster to the next Kubernetes minor"
-capctl upgrade plan --kubernetes-version "$WL_K8S_NEXT"
-kubectl patch cluster "$CLUSTER" -n "$NS" --type merge -p "{\"spec\":{\"topology\":{\"version\":\"$WL_K8S_NEXT\"}}}"
-note "The controllers replace the control plane machine, then the workers."
-machines_at "$WL_K8S_NEXT" 3
-until_available "$CLUSTER" 420
-capctl describe cluster "$CLUSTER" -n "$NS"
+say "8. Upgrade the fleet's Kubernetes to the next minor, wave by wave"
+note "Waves are a label on each Cluster: $CLUSTER first, then $CLUSTER2."
+kubectl label cluster "$CLUSTER" -n "$NS" upgrade-wave=1
+kubectl label cluster "$CLUSTER2" -n "$NS" upgrade-wave=2
+capctl upgrade plan --kubernetes-version "$WL_K8S_NEXT" -n "$NS"
+note "capctl sets each cluster's spec.topology.version; the controllers replace the control plane machine, then the"
+note "workers; capctl waits until the cluster is Available with every machine at the version before the next wave."
+capctl upgrade apply --kubernetes-version "$WL_K8S_NEXT" -n "$NS" --timeout 10m
+machines_at "$WL_K8S_NEXT" 4
+until_available "$CLUSTER" 60
+until_available "$CLUSTER2" 60
+capctl describe clusters -n "$NS"
 kubectl get machines -n "$NS"
 
-say "9. Delete the workload cluster (the controllers delete its machines and infrastructure)"
-kubectl delete cluster "$CLUSTER" -n "$NS" --wait=true --timeout=300s
+say "9. Delete the workload clusters (the controllers delete their machines and infrastructure)"
+kubectl delete cluster "$CLUSTER" "$CLUSTER2" -n "$NS" --wait=true --timeout=300s
 kubectl get machines -n "$NS"
 note "Its ClusterClass and templates stay until their namespace goes (kube-controller-manager empties it)."
 kubectl delete namespace "$NS" --wait=true --timeout=300s

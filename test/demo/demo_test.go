@@ -65,6 +65,12 @@ func TestDemoScript(t *testing.T) {
 	if n := strings.Count(out, "Available=True after"); n < 3 {
 		t.Errorf("the demo saw the cluster Available %d times, want 3 (created, moved, rolled):\n%s", n, out)
 	}
+	// The fleet upgrade went through both waves, each cluster upgraded by the controllers.
+	for _, want := range []string{"demo/demo-1: at v1.35.0", "demo/demo-2: at v1.35.0", "Wave 1: done in", "Wave 2: done in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's fleet upgrade did not report %q:\n%s", want, out)
+		}
+	}
 	// Every command this build has must have run, not been skipped.
 	has := func(args ...string) bool {
 		help, err := exec.Command(bin, append(args[:len(args)-1:len(args)-1], "--help")...).Output()
@@ -85,6 +91,7 @@ func TestDemoScript(t *testing.T) {
 		{[]string{"get", "kubeconfig"}, "$ capctl get kubeconfig "},
 		{[]string{"delete"}, "$ capctl delete "},
 		{[]string{"upgrade", "plan"}, "$ capctl upgrade plan --kubernetes-version "},
+		{[]string{"upgrade", "apply"}, "$ capctl upgrade apply --kubernetes-version "},
 	} {
 		if has(step.words...) && !strings.Contains(out, step.shown) {
 			t.Errorf("capctl %s exists but the demo did not run it:\n%s", strings.Join(step.words, " "), out)
