@@ -80,17 +80,24 @@ func (e *e2e) capctl(c *livemgmt.Cluster, args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, capctlBin, args...)
-	// ClusterClass clusters (the in-memory flavor) need the topology feature gate, as
-	// clusterctl's quick start sets it.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",
-		"XDG_CONFIG_HOME="+filepath.Join(e.home, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(e.home, "xdg-cache"))
+	cmd := e.command(ctx, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
 	e.t.Logf("$ capctl %s (%s)\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), out.String())
 	return out.String(), err
+}
+
+// command is the capctl process of args (with --config and --kubeconfig already added) as the
+// user would start it, for tests that drive the process themselves (signals, live output).
+func (e *e2e) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, capctlBin, args...)
+	// ClusterClass clusters (the in-memory flavor) need the topology feature gate, as
+	// clusterctl's quick start sets it.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",
+		"XDG_CONFIG_HOME="+filepath.Join(e.home, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(e.home, "xdg-cache"))
+	return cmd
 }
 
 func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
