@@ -372,12 +372,28 @@ func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 	}
 	cl.SetManagedFields(nil)
 	s := &Snapshot{ServedVersion: clusterGVK.Version, Cluster: cl}
-	if err := d.fetchLists(ctx, s); err != nil {
+	// The Cluster's own references (infrastructure, control plane) are read while the lists are:
+	// they depend on the Cluster only.
+	objs := map[objKey]fetched{}
+	var mu sync.Mutex
+	singlesDone := make(chan struct{})
+	go func() {
+		defer close(singlesDone)
+		ns := cl.GetNamespace()
+		d.fetchSingles(ctx, []ref{readRef(cl.Object, ns, "spec", "infrastructureRef"), readRef(cl.Object, ns, "spec", "controlPlaneRef")}, objs, &mu)
+	}()
+	err = d.fetchLists(ctx, s)
+	if err == nil {
+		d.fetchMachineObjects(ctx, s, objs, &mu)
+	}
+	<-singlesDone
+	if err != nil {
 		return nil, err
 	}
-	if err := d.fetchReferenced(ctx, s); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.Referenced = referencedFrom(objs)
 	return s, nil
 }
 
@@ -421,11 +437,10 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 	return g.Wait()
 }
 
-// fetchReferenced reads the referenced objects: the Cluster's two by GET, machine and pool
-// objects in bulk. With grouping, only the objects of machines that stay visible rows are read.
-func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
+// fetchMachineObjects reads the objects machines and pools reference (infrastructure, bootstrap
+// configs) in bulk. With grouping, only the objects of machines that stay visible rows are read.
+func (d *discoverer) fetchMachineObjects(ctx context.Context, s *Snapshot, objs map[objKey]fetched, mu *sync.Mutex) {
 	ns := s.Cluster.GetNamespace()
-	singles := []ref{readRef(s.Cluster.Object, ns, "spec", "infrastructureRef"), readRef(s.Cluster.Object, ns, "spec", "controlPlaneRef")}
 	var bulk []ref
 	visible := visibleMachines(s, d.opts)
 	for i := range s.Machines {
@@ -440,31 +455,27 @@ func (d *discoverer) fetchReferenced(ctx context.Context, s *Snapshot) error {
 		m := s.MachinePools[i].Object
 		bulk = append(bulk, readRef(m, ns, "spec", "template", "spec", "infrastructureRef"), readRef(m, ns, "spec", "template", "spec", "bootstrap", "configRef"))
 	}
-	objs := map[objKey]fetched{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); d.fetchSingles(ctx, singles, objs, &mu) }()
-	go func() { defer wg.Done(); d.fetchBulk(ctx, bulk, folded, objs, &mu) }()
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	d.fetchBulk(ctx, bulk, folded, objs, mu)
+}
+
+// referencedFrom lists the read referenced objects in a stable order (kind, then namespace/name).
+func referencedFrom(objs map[objKey]fetched) []Referenced {
+	var out []Referenced
 	for k, f := range objs {
 		r := Referenced{Group: k.gk.Group, Kind: k.gk.Kind, Namespace: k.namespace, Name: k.name, Object: f.obj}
 		if f.err != nil {
 			r.Error = f.err.Error()
 		}
-		s.Referenced = append(s.Referenced, r)
+		out = append(out, r)
 	}
-	sort.Slice(s.Referenced, func(i, j int) bool {
-		a, b := s.Referenced[i], s.Referenced[j]
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.Group+"/"+a.Kind != b.Group+"/"+b.Kind {
 			return a.Group+"/"+a.Kind < b.Group+"/"+b.Kind
 		}
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
-	return nil
+	return out
 }
 
 // visibleMachines names the machines that stay rows of the tree opts builds, or is nil when all
