@@ -39,6 +39,7 @@ func Build(s *Snapshot, opts Options) (*Tree, error) {
 	if err := t.b.checkShowConditions(root.objectRef()); err != nil {
 		return nil, err
 	}
+	finishGroups(root)
 	sortTree(root)
 	root.FirstFailing = findFirstFailing(root, opts.V1Beta1)
 	return &Tree{Root: root, V1Beta1: opts.V1Beta1, ServedVersion: s.ServedVersion}, nil
