@@ -33,7 +33,7 @@ export CAPCTL_CAPI_BINS
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 BENCH         ?= .
 
-.PHONY: help build install test unit envtest-bins live-bins bench demo examples fmt vet fuzz release-snapshot clean
+.PHONY: help build install test unit envtest-bins live-bins bench bench-describe demo examples fmt vet fuzz release-snapshot clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -60,8 +60,12 @@ test: envtest-bins clusterctl-bin live-bins ## Run unit and integration tests (r
 unit: ## Run the tests that need no API server
 	go test -short ./...
 
-bench: envtest-bins ## Run the benchmarks (real API servers) and print their figures
+bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...
+
+# DESCRIBE_BENCH_MACHINES=1000,10000 (worker machines; default 1000), DESCRIBE_BENCH_RUNS=3.
+bench-describe: envtest-bins clusterctl-bin ## describe cluster, capctl vs clusterctl on one API server: median s, requests, peak RSS
+	go test -run '^$$' -bench 'BenchmarkDescribeCluster' -benchtime 1x -timeout 60m ./pkg/describe/
 
 demo: live-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,4 +84,40 @@ func vmHWM(status string) float64 {
 		}
 	}
 	return 0
+}
+
+// BuildCapctl builds the capctl command into a temporary folder of the test and returns its path,
+// for tests and benchmarks that run it as a child process (so its peak RSS is its own).
+func BuildCapctl(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "capctl")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building capctl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Median is the median of some figures (the mean of the middle two for an even count); 0 for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// LoadAverage is the machine's 1, 5 and 15 minute load averages (Linux /proc/loadavg), or
+// "unknown": benchmarks on a shared machine log it with their figures.
+func LoadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(raw)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }

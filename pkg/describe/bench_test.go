@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,45 +20,140 @@ import (
 	"github.com/capctl/capctl/pkg/describe"
 )
 
-// BenchmarkDescribe1000Machines describes a cluster with a control plane of 3 machines and 1000
-// worker machines (each with its DockerMachine and KubeadmConfig) in a real API server, grouped
-// (the default view) and not. Each iteration is one CLI run: a fresh client (so discovery is
-// counted), Discover and Render. It reports seconds, the HTTP requests of that run (they must not
-// grow with the machines), the tree's rows, and the peak RSS of the process during the runs.
-// DESCRIBE_BENCH_MACHINES=1000,10000 picks the numbers of workers.
-func BenchmarkDescribe1000Machines(b *testing.B) {
-	setup(b)
-	sizes := []int{1000}
-	if v := os.Getenv("DESCRIBE_BENCH_MACHINES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				b.Fatalf("DESCRIBE_BENCH_MACHINES=%q: %v", v, err)
-			}
-			sizes = append(sizes, n)
+// benchWorkers are the numbers of worker machines the describe benchmarks use (each cluster has 3
+// control-plane machines too): DESCRIBE_BENCH_MACHINES=1000,10000, default 1000.
+func benchWorkers(b *testing.B) []int {
+	v := os.Getenv("DESCRIBE_BENCH_MACHINES")
+	if v == "" {
+		return []int{1000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("DESCRIBE_BENCH_MACHINES=%q: want worker counts like 1000,10000", v)
 		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// benchRuns is how many timed runs each figure is the median of: DESCRIBE_BENCH_RUNS, default 3.
+func benchRuns(b *testing.B) int {
+	v := os.Getenv("DESCRIBE_BENCH_RUNS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("DESCRIBE_BENCH_RUNS=%q: want a positive number", v)
+	}
+	return n
+}
+
+var (
+	benchMu       sync.Mutex
+	benchClusters = map[int]*describetest.Scenario{}
+)
+
+// benchCluster creates, once per package run, a cluster of 3 control-plane and the given number
+// of worker machines (each with its DockerMachine and KubeadmConfig; 1 % of them not ready, so
+// grouping leaves a few rows), and reads it once in process, so that the API server's first
+// reads of each kind are not in any timing.
+func benchCluster(b *testing.B, workers int) *describetest.Scenario {
+	setup(b)
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if s, ok := benchClusters[workers]; ok {
+		return s
 	}
 	ctx := context.Background()
-	for _, workers := range sizes {
-		ns := "bench"
-		if workers != 1000 {
-			ns = fmt.Sprintf("bench-%d", workers)
+	s := describetest.Large(fmt.Sprintf("bench-%d", workers), 3, workers)
+	env.CreateNamespaces(b, s.Namespace)
+	start := time.Now()
+	describetest.Apply(ctx, b, env.Client, s.Objects)
+	b.Logf("created %d objects in %s", len(s.Objects), time.Since(start).Round(time.Millisecond))
+	s.Objects = nil
+	for _, grouping := range []bool{true, false} {
+		if _, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}); err != nil {
+			b.Fatal(err)
 		}
-		s := describetest.Large(ns, 3, workers)
-		env.CreateNamespaces(b, s.Namespace)
-		start := time.Now()
-		describetest.Apply(ctx, b, env.Client, s.Objects)
-		b.Logf("created %d objects in %s", len(s.Objects), time.Since(start).Round(time.Millisecond))
-		s.Objects = nil
+	}
+	benchClusters[workers] = s
+	return s
+}
 
+// BenchmarkDescribeCluster runs `describe cluster` as a user does, as a child process, against
+// a cluster of 3 control-plane + N worker machines (DESCRIBE_BENCH_MACHINES) in a real API
+// server: capctl (built from this tree) and the reference clusterctl v1.14.2 ($CAPCTL_CLUSTERCTL;
+// skipped when unset) one after the other on the same server, grouped (the default) and not.
+// clusterctl's ungrouped view reads every object by its own GET, so it runs only up to 1003
+// machines. Each figure is the median of DESCRIBE_BENCH_RUNS (3) runs: seconds, requests as the
+// API server counted them (apiserver_request_total, so both tools are counted alike) and the
+// child's peak RSS (sampled). The load average is logged with each figure.
+func BenchmarkDescribeCluster(b *testing.B) {
+	capctl := testenv.BuildCapctl(b)
+	clusterctl := os.Getenv("CAPCTL_CLUSTERCTL")
+	if clusterctl == "" {
+		b.Log("CAPCTL_CLUSTERCTL is unset: clusterctl's figures are skipped (make test builds it)")
+	}
+	runs := benchRuns(b)
+	for _, workers := range benchWorkers(b) {
+		machines := workers + 3
+		for _, tool := range []string{"capctl", "clusterctl"} {
+			for _, grouping := range []bool{true, false} {
+				b.Run(fmt.Sprintf("machines=%d/tool=%s/grouping=%v", machines, tool, grouping), func(b *testing.B) {
+					bin := capctl
+					if tool == "clusterctl" {
+						if clusterctl == "" {
+							b.Skip("CAPCTL_CLUSTERCTL is unset")
+						}
+						if !grouping && machines > 1003 {
+							b.Skip("clusterctl reads each object by GET without grouping: run up to 1003 machines only")
+						}
+						bin = clusterctl
+					}
+					s := benchCluster(b, workers)
+					home := b.TempDir()
+					var seconds, requests, rss []float64
+					for i := 0; i < runs; i++ {
+						cmd := exec.Command(bin, "describe", "cluster", s.Cluster, "-n", s.Namespace, "--kubeconfig", env.Kubeconfig,
+							"--grouping="+strconv.FormatBool(grouping))
+						cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "NO_COLOR=1", "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
+						before := env.ServedRequests(b)
+						start := time.Now()
+						out, peak, err := testenv.RunSampled(cmd)
+						elapsed := time.Since(start).Seconds()
+						served := env.ServedRequests(b) - before - 1 // without the metrics read itself
+						if err != nil {
+							b.Fatalf("%s describe cluster: %v\n%s", tool, err, out)
+						}
+						if !treeRoot.MatchString(string(out)) {
+							b.Fatalf("%s describe cluster printed no tree of %s:\n%s", tool, s.Cluster, out)
+						}
+						seconds, requests, rss = append(seconds, elapsed), append(requests, float64(served)), append(rss, peak)
+					}
+					b.ReportMetric(testenv.Median(seconds), "s/op")
+					b.ReportMetric(testenv.Median(requests), "requests/op")
+					b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
+					b.Logf("%s, machines=%d, grouping=%v: runs %s; load average %s", tool, machines, grouping, formatSeconds(seconds), testenv.LoadAverage())
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDescribeInProcess is one describe cluster (a fresh client, so discovery is counted,
+// Discover and Render) inside the test process, for profiling with -cpuprofile/-memprofile:
+// seconds, the client's own request count, the tree's rows and the process's peak RSS during
+// the runs (which includes the benchmark's own memory; BenchmarkDescribeCluster has the CLI's).
+func BenchmarkDescribeInProcess(b *testing.B) {
+	ctx := context.Background()
+	for _, workers := range benchWorkers(b) {
 		for _, grouping := range []bool{true, false} {
 			b.Run(fmt.Sprintf("machines=%d/grouping=%v", workers+3, grouping), func(b *testing.B) {
+				s := benchCluster(b, workers)
 				opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}
-				// Warm the API server (first reads of each CRD's storage) outside the timing.
-				if _, err := describe.Discover(ctx, env.Client, opts); err != nil {
-					b.Fatal(err)
-				}
 				debug.FreeOSMemory()
 				testenv.ResetPeakRSS()
 				var requests int64
@@ -89,10 +187,22 @@ func BenchmarkDescribe1000Machines(b *testing.B) {
 	}
 }
 
+// treeRoot is the root row of the benchmark cluster's tree as either tool prints it
+// ("Cluster NAMESPACE/big" or "Cluster/big").
+var treeRoot = regexp.MustCompile(`(?m)^Cluster[ /](\S+/)?big\s`)
+
 func countRows(n *describe.Node) int {
 	c := 1
 	for _, ch := range n.Children {
 		c += countRows(ch)
 	}
 	return c
+}
+
+func formatSeconds(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64) + "s"
+	}
+	return strings.Join(parts, " ")
 }
