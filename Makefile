@@ -65,7 +65,7 @@ bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clus
 
 # DESCRIBE_BENCH_MACHINES=1000,10000 (worker machines; default 1000), DESCRIBE_BENCH_RUNS=3.
 bench-describe: envtest-bins clusterctl-bin ## describe cluster, capctl vs clusterctl on one API server: median s, requests, peak RSS
-	go test -run '^$$' -bench 'BenchmarkDescribeCluster' -benchtime 1x -timeout 60m ./pkg/describe/
+	go test -run '^$$' -bench 'BenchmarkDescribeCluster$$' -benchtime 1x -timeout 60m ./pkg/describe/
 
 demo: live-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi

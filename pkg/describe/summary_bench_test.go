@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,14 +44,15 @@ func seedFleet(tb testing.TB, n int) *testenv.Env {
 	start := time.Now()
 	describetest.ApplyConcurrently(context.Background(), tb, seed, objs, 64)
 	// On stderr: a parent benchmark's log is not printed.
-	fmt.Fprintf(os.Stderr, "seeded %d clusters (%d objects) in %s, load %s\n", n, len(objs), time.Since(start).Round(time.Second), loadAverage())
+	fmt.Fprintf(os.Stderr, "seeded %d clusters (%d objects) in %s, load %s\n", n, len(objs), time.Since(start).Round(time.Second), testenv.LoadAverage())
 	return fe
 }
 
 // BenchmarkDescribeClustersFleet runs `capctl describe clusters -A` (the built binary, as a user
 // runs it) over a fleet of 1000 clusters, about 36,000 objects, in a real API server: seconds,
-// requests as the server counted them and the child's peak RSS, each the median of 3 runs after
-// one warm-up run, with the load average. `kubectl get clusters -A` over the same server is
+// requests as the server counted them and the child's peak RSS, each the median of
+// DESCRIBE_BENCH_RUNS (3) runs after one warm-up run, with the load average. `kubectl get
+// clusters -A` over the same server is
 // measured alike as the API server's own pace for one list of the clusters (clusterctl has no
 // all-clusters view to compare with). The in-process run (Summarize with a fresh client) is there
 // for profiling with -cpuprofile and reports the client's own request count.
@@ -69,12 +69,7 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 		}
 	}
 	fe := seedFleet(b, n)
-	bin := filepath.Join(b.TempDir(), "capctl")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building capctl: %v\n%s", err, out)
-	}
+	bin := testenv.BuildCapctl(b)
 	home := b.TempDir()
 	childEnv := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1")
 
@@ -102,7 +97,7 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 		testenv.ResetPeakRSS()
 		var seconds []float64
 		var requests int64
-		for i := 0; i < max(b.N, 3); i++ {
+		for i := 0; i < benchRuns(b); i++ {
 			start := time.Now()
 			c, err := cluster.New(cluster.Options{Kubeconfig: fe.Kubeconfig})
 			if err != nil {
@@ -121,15 +116,15 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 				b.Fatalf("%d rows, want %d", len(rows), n)
 			}
 		}
-		b.ReportMetric(median(seconds), "s/op")
+		b.ReportMetric(testenv.Median(seconds), "s/op")
 		b.ReportMetric(float64(requests), "requests/op")
 		b.ReportMetric(testenv.PeakRSSMiB(), "peak-RSS-MiB")
-		b.Logf("load %s", loadAverage())
+		b.Logf("load %s", testenv.LoadAverage())
 	})
 }
 
-// runChild runs the command once to warm the API server, then 3 times measured, and reports the
-// medians. Its output must have a header and one row per cluster.
+// runChild runs the command once to warm the API server, then DESCRIBE_BENCH_RUNS (3) times
+// measured, and reports the medians. Its output must have a header and one row per cluster.
 func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.Cmd) {
 	b.Helper()
 	once := func() (float64, float64, float64) {
@@ -148,27 +143,12 @@ func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.
 	}
 	once()
 	var secs, reqs, rss []float64
-	for i := 0; i < max(b.N, 3); i++ {
+	for i := 0; i < benchRuns(b); i++ {
 		s, r, p := once()
 		secs, reqs, rss = append(secs, s), append(reqs, r), append(rss, p)
 	}
-	b.ReportMetric(median(secs), "s/op")
-	b.ReportMetric(median(reqs), "served/op")
-	b.ReportMetric(median(rss), "peak-RSS-MiB")
-	b.Logf("runs %v s, load %s", secs, loadAverage())
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
-// loadAverage is the 1, 5 and 15 minute load average (Linux), to say how busy the machine was.
-func loadAverage() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(raw))[:3], " ")
+	b.ReportMetric(testenv.Median(secs), "s/op")
+	b.ReportMetric(testenv.Median(reqs), "served/op")
+	b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
+	b.Logf("runs %v s, load %s", secs, testenv.LoadAverage())
 }
