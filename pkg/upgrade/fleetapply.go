@@ -403,9 +403,11 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			a.req.Progress("  %s: already at %s", name, target)
 			return nil
 		}
-		if !a.req.DryRun && step == "" && s.Topology() {
-			// spec.topology.version is at the target already (a re-run, or the last one-minor
-			// step done): the topology controller may still be walking its plan to it.
+		if !a.req.DryRun && step == "" && s.Topology() && info.ClassVersions != nil {
+			// A chained upgrade whose spec.topology.version is at the target already (a re-run
+			// after Ctrl-C): the topology controller may still be walking its plan to it; follow
+			// the rest of the plan step by step. (A one-minor topology step found under way is
+			// resumed below as one step.)
 			tracked, failed := a.followTopology(ctx, cu, info, s, target, time.Now(), nil, cr, stop)
 			if failed != nil {
 				return failed
