@@ -200,7 +200,8 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 	if scheme == nil {
 		scheme = Scheme()
 	}
-	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
+	// A client that can also watch (install.WaitEstablished watches CRDs), on the same HTTP client.
+	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("building client for %s: %w", cfg.Host, err)
 	}

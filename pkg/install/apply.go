@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,10 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -95,6 +93,10 @@ type ApplyOptions struct {
 	// OnApplied is called after each object was applied (progress bars, tests). Calls never
 	// overlap; done counts up by one per call.
 	OnApplied func(ref ObjectRef, done, total int)
+	// WaitUsedCRDsOnly waits only for the CRDs whose kinds objects of the install (or Ready) use;
+	// the API server establishes the others by itself. By default a set is complete only when all
+	// its CRDs are Established. Init without --wait-providers sets it: clusterctl waits for none.
+	WaitUsedCRDsOnly bool
 	// PendingCRDs are CRDs an earlier step of the same run installs (or, in a dry run, would have
 	// installed): their kinds count as known, and in a dry run objects of those kinds are reported
 	// as unchecked rather than refused.
@@ -196,20 +198,32 @@ func isWebhookConfiguration(u *unstructured.Unstructured) bool {
 	return gvk.Group == "admissionregistration.k8s.io" && (gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration")
 }
 
-// definedKinds returns the group/version/kinds the CRDs in objs serve.
-func definedKinds(objs []unstructured.Unstructured) (map[schema.GroupVersionKind]bool, error) {
-	out := map[schema.GroupVersionKind]bool{}
+// definedKinds returns the group/version/kinds the CRDs in objs serve, each with the name of its
+// CRD. It reads the few fields
+// it needs in place: converting whole CRDs (some are a megabyte of schema) costs more than the
+// requests that apply them.
+func definedKinds(objs []unstructured.Unstructured) (map[schema.GroupVersionKind]string, error) {
+	out := map[schema.GroupVersionKind]string{}
 	for i := range objs {
-		if !isCRD(&objs[i]) {
+		u := &objs[i]
+		if !isCRD(u) {
 			continue
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, crd); err != nil {
-			return nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", objs[i].GetName(), err)
+		group, _, err1 := unstructured.NestedString(u.Object, "spec", "group")
+		kind, _, err2 := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		versions, _, err3 := unstructured.NestedFieldNoCopy(u.Object, "spec", "versions")
+		list, ok := versions.([]any)
+		if err := errors.Join(err1, err2, err3); err != nil || (versions != nil && !ok) {
+			if err == nil {
+				err = fmt.Errorf("spec.versions is a %T, not a list", versions)
+			}
+			return nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
-		for _, v := range crd.Spec.Versions {
-			if v.Served {
-				out[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = true
+		for _, v := range list {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); served && name != "" {
+				out[schema.GroupVersionKind{Group: group, Version: name, Kind: kind}] = u.GetName()
 			}
 		}
 	}
@@ -224,6 +238,11 @@ func CheckKinds(ctx context.Context, c *cluster.Client, source string, objs []un
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
+	return checkKinds(c, source, objs, defined)
+}
+
+// checkKinds is CheckKinds with the CRD-defined kinds already read.
+func checkKinds(c *cluster.Client, source string, objs []unstructured.Unstructured, defined map[schema.GroupVersionKind]string) error {
 	for i := range objs {
 		u := &objs[i]
 		gvk := u.GroupVersionKind()
@@ -233,7 +252,7 @@ func CheckKinds(ctx context.Context, c *cluster.Client, source string, objs []un
 		if u.GetName() == "" {
 			return fmt.Errorf("%s: %s object %d has no metadata.name", source, gvk.Kind, i+1)
 		}
-		if defined[gvk] {
+		if _, ok := defined[gvk]; ok {
 			continue
 		}
 		if _, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
@@ -248,6 +267,133 @@ func CheckKinds(ctx context.Context, c *cluster.Client, source string, objs []un
 
 // Apply applies objs (one component set) as described in the package documentation.
 func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructured, opts ApplyOptions) (*Result, error) {
+	onApplied := opts.OnApplied
+	so := SetsOptions{ApplyOptions: opts}
+	if onApplied != nil {
+		so.OnSetApplied = func(_ int, ref ObjectRef, done, total int) { onApplied(ref, done, total) }
+	}
+	res, err := ApplySets(ctx, c, []Set{{Source: opts.Source, Objects: objs}}, so)
+	var r *Result
+	if len(res) == 1 {
+		r = res[0]
+	}
+	var se *SetsError
+	if errors.As(err, &se) {
+		return r, &ApplyError{Source: opts.Source, Object: se.Object, Applied: se.Sets[0].Applied, Pending: se.Sets[0].Pending, Err: se.Err, Others: se.Others}
+	}
+	return r, err
+}
+
+// Set is one component set of ApplySets: a provider version, or cert-manager.
+type Set struct {
+	// Source names the set in errors and progress (as ApplyOptions.Source does).
+	Source  string
+	Objects []unstructured.Unstructured
+	// AfterReady: the set's last step (its NeedsReady objects, its webhook configurations and
+	// SetDone) waits for SetsOptions.Ready. A set with NeedsReady objects always waits.
+	AfterReady bool
+}
+
+// SetsOptions tune ApplySets. The embedded ApplyOptions tune every set; their Source and
+// OnApplied are not used (see Set.Source and OnSetApplied).
+type SetsOptions struct {
+	ApplyOptions
+	// OnSetApplied is called after each object was applied; done counts up by one per call within
+	// the set. Calls never overlap.
+	OnSetApplied func(set int, ref ObjectRef, done, total int)
+	// NeedsReady picks the objects that can only be applied once Ready returned: cert-manager's
+	// Issuers and Certificates, which its webhook must admit.
+	NeedsReady func(u *unstructured.Unstructured) bool
+	// Ready is called once when some set waits for it (Set.AfterReady), after every set that does
+	// not wait is complete. Nil: nothing to wait for.
+	Ready func(ctx context.Context) error
+	// SetDone is called, in set order, when every object of a set is applied (a provider's
+	// inventory entry). An error stops the install.
+	SetDone func(ctx context.Context, set int) error
+}
+
+// SetProgress is how far ApplySets got with one set.
+type SetProgress struct {
+	Source  string      `json:"source"`
+	Applied []ObjectRef `json:"applied"`
+	Pending []ObjectRef `json:"pending,omitempty"`
+	// Done: every object was applied and SetDone returned nil.
+	Done bool `json:"done"`
+}
+
+// SetsError is a failure part-way through ApplySets. Sets says, per set, what is in the cluster;
+// running ApplySets again with the same sets completes them.
+type SetsError struct {
+	// Failed is the set whose object (or SetDone) failed; -1 when the failure concerns every set:
+	// waiting for the CRDs to be Established, or Ready.
+	Failed int
+	Object ObjectRef // the object that failed (zero when a step failed)
+	Err    error
+	// Others counts further objects of the same level that failed too (they ran concurrently).
+	Others int
+	Sets   []SetProgress
+}
+
+func (e *SetsError) Error() string {
+	var b strings.Builder
+	if e.Failed >= 0 {
+		s := e.Sets[e.Failed]
+		if e.Object.Kind != "" {
+			b.WriteString((&ApplyError{Source: s.Source, Object: e.Object, Applied: s.Applied, Pending: s.Pending, Err: e.Err, Others: e.Others}).Error())
+		} else {
+			fmt.Fprintf(&b, "completing %s failed: %v; its %d objects were applied", s.Source, e.Err, len(s.Applied))
+		}
+	} else {
+		fmt.Fprintf(&b, "installing failed: %v", e.Err)
+	}
+	var others []string
+	for k, s := range e.Sets {
+		if k == e.Failed {
+			continue
+		}
+		switch {
+		case s.Done:
+			others = append(others, s.Source+": complete")
+		case len(s.Applied) == 0:
+			others = append(others, s.Source+": nothing applied")
+		default:
+			others = append(others, fmt.Sprintf("%s: %d of %d objects applied (%s)", s.Source, len(s.Applied), len(s.Applied)+len(s.Pending), summarize(s.Applied)))
+		}
+	}
+	if len(others) > 0 {
+		label := "other sets"
+		if e.Failed < 0 {
+			label = "sets"
+		}
+		fmt.Fprintf(&b, "; %s: %s", label, strings.Join(others, "; "))
+	}
+	return b.String()
+}
+
+func (e *SetsError) Unwrap() error { return e.Err }
+
+// item is one object of ApplySets: its set, its place in the set's order, the object.
+type item struct {
+	set, pos int
+	u        *unstructured.Unstructured
+}
+
+// ApplySets applies several component sets as one install, level by level across all of them,
+// so that each wait is paid once:
+//
+//  1. the Namespaces of every set;
+//  2. every CRD, together with the objects whose kinds the API server serves already (RBAC,
+//     Deployments, Services, ...), while ONE watch follows all the CRDs until Established;
+//  3. the objects of CRD-defined kinds, each once its own CRD is Established;
+//  4. the sets that do not wait for Ready, in order: their webhook configurations, then (once
+//     their CRDs are Established) SetDone;
+//  5. Ready; then the other sets' NeedsReady objects, their webhook configurations, and SetDone
+//     for each in order once its CRDs are Established.
+//
+// Objects of one level are applied concurrently; a level starts when the one before is done.
+// Kinds are checked first for every set (a kind may come from a CRD of any set): a refused
+// ApplySets writes nothing. A failure returns a *SetsError.
+func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOptions) ([]*Result, error) {
 	start := time.Now()
 	log := opts.Log
 	if log == nil {
@@ -262,63 +408,104 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 	if opts.RetryTimeout == 0 {
 		opts.RetryTimeout = DefaultRetryTimeout
 	}
-	if err := CheckKinds(ctx, c, opts.Source, objs, opts.PendingCRDs...); err != nil {
+	all := append([]unstructured.Unstructured{}, opts.PendingCRDs...)
+	for _, s := range sets {
+		all = append(all, s.Objects...)
+	}
+	defined, err := definedKinds(all)
+	if err != nil {
 		return nil, err
 	}
-	defined, _ := definedKinds(append(append([]unstructured.Unstructured{}, objs...), opts.PendingCRDs...))
+	for _, s := range sets {
+		if err := checkKinds(c, s.Source, s.Objects, defined); err != nil {
+			return nil, err
+		}
+	}
 
-	// Levels: Namespaces, CRDs, everything else, then webhook configurations. Objects of one
-	// level are applied concurrently; a level starts when the one before is done. Webhook
-	// configurations come last so that no object of the set is sent while a webhook the same set
-	// registers (whose server is not running yet) could intercept it.
-	var nss, crds, rest, hooks []*unstructured.Unstructured
-	for i := range objs {
-		u := objs[i].DeepCopy()
-		switch {
-		case u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "":
-			nss = append(nss, u)
-		case isCRD(u):
-			crds = append(crds, u)
-		case isWebhookConfiguration(u):
-			hooks = append(hooks, u)
-		default:
-			rest = append(rest, u)
+	// Per set, its objects in install order: Namespaces, CRDs, objects of kinds the API server
+	// serves already, objects of CRD-defined kinds, NeedsReady objects, webhook configurations.
+	// Webhook configurations come last so that no object of the set is sent while a webhook the
+	// same set registers (whose server is not running yet) could intercept it.
+	n := len(sets)
+	var nss, crds, served, ofNewKinds []item
+	gated := make([][]item, n)
+	hooks := make([][]item, n)
+	refs := make([][]ObjectRef, n)
+	results := make([]*Result, n)
+	waitsReady := make([]bool, n)
+	for k, s := range sets {
+		var sNss, sCRDs, sServed, sNew []item
+		for i := range s.Objects {
+			u := &s.Objects[i]
+			it := item{set: k, u: u}
+			switch {
+			case u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "":
+				sNss = append(sNss, it)
+			case isCRD(u):
+				sCRDs = append(sCRDs, it)
+			case isWebhookConfiguration(u):
+				hooks[k] = append(hooks[k], it)
+			case opts.NeedsReady != nil && opts.NeedsReady(u):
+				gated[k] = append(gated[k], it)
+			default:
+				if _, ok := defined[u.GroupVersionKind()]; ok {
+					sNew = append(sNew, it)
+				} else {
+					sServed = append(sServed, it)
+				}
+			}
 		}
+		pos := 0
+		for _, part := range [][]item{sNss, sCRDs, sServed, sNew, gated[k], hooks[k]} {
+			for i := range part {
+				part[i].pos = pos
+				refs[k] = append(refs[k], RefOf(part[i].u))
+				pos++
+			}
+		}
+		nss, crds = append(nss, sNss...), append(crds, sCRDs...)
+		served, ofNewKinds = append(served, sServed...), append(ofNewKinds, sNew...)
+		results[k] = &Result{CRDs: len(sCRDs)}
+		waitsReady[k] = s.AfterReady || len(gated[k]) > 0
 	}
-	ordered := append(append(append(append([]*unstructured.Unstructured{}, nss...), crds...), rest...), hooks...)
-	refs := make([]ObjectRef, len(ordered))
-	for i, u := range ordered {
-		refs[i] = RefOf(u)
-	}
-	res := &Result{CRDs: len(crds)}
-	// applied[i] says refs[i] is in the cluster; Result.Applied and ApplyError list them in the
+
+	// applied[k][i] says refs[k][i] is in the cluster; results and errors list objects in the
 	// order of refs whatever order the concurrent requests finished in.
-	applied := make([]bool, len(refs))
-	unchecked := make([]bool, len(refs))
-	collect := func() {
-		res.Applied, res.Unchecked = nil, nil
-		for i, r := range refs {
-			if applied[i] {
-				res.Applied = append(res.Applied, r)
-			}
-			if unchecked[i] {
-				res.Unchecked = append(res.Unchecked, r)
-			}
-		}
+	applied := make([][]bool, n)
+	unchecked := make([][]bool, n)
+	done := make([]int, n)
+	setDone := make([]bool, n)
+	for k := range sets {
+		applied[k] = make([]bool, len(refs[k]))
+		unchecked[k] = make([]bool, len(refs[k]))
 	}
-	fail := func(i int, err error, others int) (*Result, error) {
-		collect()
-		res.Duration = time.Since(start)
-		ae := &ApplyError{Source: opts.Source, Applied: append([]ObjectRef(nil), res.Applied...), Err: err, Others: others}
-		for k, r := range refs {
-			if !applied[k] {
-				ae.Pending = append(ae.Pending, r)
+	collect := func() []SetProgress {
+		progress := make([]SetProgress, n)
+		for k := range sets {
+			r := results[k]
+			r.Applied, r.Unchecked = nil, nil
+			progress[k] = SetProgress{Source: sets[k].Source, Done: setDone[k]}
+			for i, ref := range refs[k] {
+				if applied[k][i] {
+					r.Applied = append(r.Applied, ref)
+				} else {
+					progress[k].Pending = append(progress[k].Pending, ref)
+				}
+				if unchecked[k][i] {
+					r.Unchecked = append(r.Unchecked, ref)
+				}
 			}
+			progress[k].Applied = append([]ObjectRef(nil), r.Applied...)
+			r.Duration = time.Since(start)
 		}
-		if i >= 0 {
-			ae.Object = refs[i]
+		return progress
+	}
+	fail := func(set int, it *item, err error, others int) ([]*Result, error) {
+		se := &SetsError{Failed: set, Err: err, Others: others, Sets: collect()}
+		if it != nil {
+			se.Object = refs[it.set][it.pos]
 		}
-		return res, ae
+		return results, se
 	}
 
 	applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
@@ -328,9 +515,8 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 	if opts.DryRun {
 		applyOpts = append(applyOpts, client.DryRunAll)
 	}
-	// Kinds the API server does not know before this run: in a dry run their CRDs are not really
-	// installed, so their objects cannot be checked.
-	// Likewise objects in namespaces that the set creates.
+	// In a dry run the CRDs of the sets are not really installed, so objects of kinds the API
+	// server does not know yet cannot be checked; likewise objects in namespaces the sets create.
 	crdInstalledNow := map[schema.GroupVersionKind]bool{}
 	newNamespaces := map[string]bool{}
 	if opts.DryRun {
@@ -339,41 +525,40 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 				crdInstalledNow[gvk] = true
 			}
 		}
-		for _, ns := range nss {
-			err := c.Get(ctx, client.ObjectKey{Name: ns.GetName()}, &corev1.Namespace{})
+		for _, it := range nss {
+			err := c.Get(ctx, client.ObjectKey{Name: it.u.GetName()}, &corev1.Namespace{})
 			if apierrors.IsNotFound(err) {
-				newNamespaces[ns.GetName()] = true
+				newNamespaces[it.u.GetName()] = true
 			}
 		}
 	}
 
-	total := len(ordered)
-	var mu sync.Mutex // guards applied, unchecked, done and serializes OnApplied
-	done := 0
-	markApplied := func(i int, isUnchecked bool) {
+	var mu sync.Mutex // guards applied, unchecked, done and serializes OnSetApplied
+	markApplied := func(it item, isUnchecked bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		applied[i] = true
-		unchecked[i] = isUnchecked
-		done++
+		applied[it.set][it.pos] = true
+		unchecked[it.set][it.pos] = isUnchecked
+		done[it.set]++
 		if !isUnchecked {
-			log.V(1).Info("Applied", "object", refs[i].String(), "dryRun", opts.DryRun)
-			if opts.OnApplied != nil {
-				opts.OnApplied(refs[i], done, total)
+			log.V(1).Info("Applied", "object", refs[it.set][it.pos].String(), "dryRun", opts.DryRun)
+			if opts.OnSetApplied != nil {
+				opts.OnSetApplied(it.set, refs[it.set][it.pos], done[it.set], len(refs[it.set]))
 			}
 		}
 	}
-	applyOne := func(i int, u *unstructured.Unstructured) error {
+	applyOne := func(it item) error {
+		u := it.u
 		gvk := u.GroupVersionKind()
 		if opts.DryRun && (crdInstalledNow[gvk] || newNamespaces[u.GetNamespace()]) {
-			markApplied(i, true)
+			markApplied(it, true)
 			return nil
 		}
 		err := retry(ctx, opts.RetryTimeout, func() error {
-			obj := u.DeepCopy()
+			obj := u.DeepCopy() // the client writes the server's answer into it
 			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), applyOpts...)
 			// Discovery may lag a CRD that was just Established: retry no-matches of those kinds.
-			if err != nil && meta.IsNoMatchError(err) && defined[gvk] {
+			if _, ok := defined[gvk]; ok && err != nil && meta.IsNoMatchError(err) {
 				return retryable{err}
 			}
 			return err
@@ -381,115 +566,165 @@ func Apply(ctx context.Context, c *cluster.Client, objs []unstructured.Unstructu
 		if err != nil {
 			return err
 		}
-		markApplied(i, false)
+		markApplied(it, false)
 		return nil
 	}
 	limit := opts.Concurrency
 	if limit <= 0 {
 		limit = DefaultConcurrency
 	}
-	// applyLevel applies ordered[from:to] with at most limit requests at once. After the first
-	// failure it starts nothing new but lets the requests already sent finish, so that what it
-	// reports as applied is what the cluster holds. It returns the failure of the lowest index
-	// and how many others failed.
-	applyLevel := func(from, to int) (failedAt, others int, err error) {
-		errs := make([]error, to-from)
+	// applyLevel applies items with at most limit requests at once. After the first failure it
+	// starts nothing new but lets the requests already sent finish, so that what it reports as
+	// applied is what the cluster holds. It returns the failure of the lowest index and how many
+	// others failed.
+	applyLevel := func(items []item) (failed *item, others int, err error) {
+		errs := make([]error, len(items))
 		var g errgroup.Group
 		g.SetLimit(limit)
 		var mu sync.Mutex
 		stopped := false
 		isStopped := func() bool { mu.Lock(); defer mu.Unlock(); return stopped }
-		for i := from; i < to && !isStopped(); i++ {
+		for i := 0; i < len(items) && !isStopped(); i++ {
 			g.Go(func() error {
 				if isStopped() { // a failure happened while this one waited for a slot
 					return nil
 				}
-				if err := applyOne(i, ordered[i]); err != nil {
+				if err := applyOne(items[i]); err != nil {
 					mu.Lock()
-					errs[i-from], stopped = err, true
+					errs[i], stopped = err, true
 					mu.Unlock()
 				}
 				return nil
 			})
 		}
 		_ = g.Wait() // the goroutines report through errs
-		failedAt = -1
 		for k, e := range errs {
 			switch {
 			case e == nil:
-			case failedAt < 0:
-				failedAt, err = from+k, e
+			case failed == nil:
+				failed, err = &items[k], e
 			default:
 				others++
 			}
 		}
-		return failedAt, others, err
+		return failed, others, err
 	}
 
-	if i, others, err := applyLevel(0, len(nss)); err != nil {
-		return fail(i, err, others)
+	if it, others, err := applyLevel(nss); err != nil {
+		return fail(it.set, it, err, others)
 	}
-	if i, others, err := applyLevel(len(nss), len(nss)+len(crds)); err != nil {
-		return fail(i, err, others)
-	}
+	// The CRDs are followed until they are Established (a watch by name sees the creation too)
+	// while they and the objects whose kinds the API server already serves (RBAC, Deployments,
+	// Services, ...) are applied; an object of a CRD-defined kind waits for its CRD only, and a set
+	// is done only when its CRDs are Established: the wait is paid once, mostly hidden.
+	var cw *crdWatch
 	if len(crds) > 0 && !opts.DryRun {
-		log.V(1).Info("Waiting for CRDs to be established", "count", len(crds))
-		if err := WaitEstablished(ctx, c, names(crds), opts.CRDTimeout); err != nil {
-			return fail(-1, err, 0)
+		names := make([]string, len(crds))
+		for i, it := range crds {
+			names[i] = it.u.GetName()
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cw = watchCRDs(wctx, c, names, opts.CRDTimeout)
+	}
+	// crdsFor waits until the CRDs that define the kinds of items are Established.
+	crdsFor := func(items []item) error {
+		if cw == nil {
+			return nil
+		}
+		var names []string
+		for _, it := range items {
+			if n, ok := defined[it.u.GroupVersionKind()]; ok {
+				names = append(names, n)
+			}
+		}
+		return cw.wait(names...)
+	}
+	// crdsOf waits until the CRDs of the given sets are Established.
+	crdsOf := func(ks ...int) error {
+		if cw == nil {
+			return nil
+		}
+		var names []string
+		for _, it := range crds {
+			if slices.Contains(ks, it.set) {
+				names = append(names, it.u.GetName())
+			}
+		}
+		return cw.wait(names...)
+	}
+	if it, others, err := applyLevel(append(append([]item{}, crds...), served...)); err != nil {
+		return fail(it.set, it, err, others)
+	}
+	log.V(1).Info("Waiting for CRDs to be established", "count", len(crds))
+	if err := crdsFor(ofNewKinds); err != nil {
+		return fail(-1, nil, err, 0)
+	}
+	if it, others, err := applyLevel(ofNewKinds); err != nil {
+		return fail(it.set, it, err, others)
+	}
+	// complete completes set k: its CRDs Established (unless WaitUsedCRDsOnly), SetDone.
+	complete := func(k int) ([]*Result, error) {
+		if !opts.WaitUsedCRDsOnly {
+			if err := crdsOf(k); err != nil {
+				return fail(-1, nil, err, 0)
+			}
+		}
+		if opts.SetDone != nil {
+			if err := opts.SetDone(ctx, k); err != nil {
+				return fail(k, nil, err, 0)
+			}
+		}
+		setDone[k] = true
+		return nil, nil
+	}
+	// The sets that do not wait for Ready complete first, in order (cert-manager: its webhook
+	// configurations, which Ready's probe goes through).
+	var later []int
+	for k := range sets {
+		if waitsReady[k] && opts.Ready != nil {
+			later = append(later, k)
+			continue
+		}
+		for _, level := range [][]item{gated[k], hooks[k]} {
+			if err := crdsFor(level); err != nil {
+				return fail(-1, nil, err, 0)
+			}
+			if it, others, err := applyLevel(level); err != nil {
+				return fail(k, it, err, others)
+			}
+		}
+		if r, err := complete(k); err != nil {
+			return r, err
 		}
 	}
-	if i, others, err := applyLevel(len(nss)+len(crds), total-len(hooks)); err != nil {
-		return fail(i, err, others)
-	}
-	if i, others, err := applyLevel(total-len(hooks), total); err != nil {
-		return fail(i, err, others)
+	// Then Ready, and the others: all their NeedsReady objects, all their webhook
+	// configurations, and each one's SetDone in order.
+	if len(later) > 0 {
+		var lateGated, lateHooks []item
+		for _, k := range later {
+			lateGated, lateHooks = append(lateGated, gated[k]...), append(lateHooks, hooks[k]...)
+		}
+		// Ready (cert-manager's probe) creates objects of the kinds NeedsReady picks.
+		if err := crdsFor(lateGated); err != nil {
+			return fail(-1, nil, err, 0)
+		}
+		if err := opts.Ready(ctx); err != nil {
+			return fail(-1, nil, err, 0)
+		}
+		for _, level := range [][]item{lateGated, lateHooks} {
+			if it, others, err := applyLevel(level); err != nil {
+				return fail(it.set, it, err, others)
+			}
+		}
+		for _, k := range later {
+			if r, err := complete(k); err != nil {
+				return r, err
+			}
+		}
 	}
 	collect()
-	res.Duration = time.Since(start)
-	return res, nil
-}
-
-func names(us []*unstructured.Unstructured) []string {
-	out := make([]string, len(us))
-	for i, u := range us {
-		out[i] = u.GetName()
-	}
-	return out
-}
-
-// WaitEstablished waits until every named CRD has condition Established=True.
-func WaitEstablished(ctx context.Context, c client.Client, crdNames []string, timeout time.Duration) error {
-	pending := map[string]string{}
-	for _, n := range crdNames {
-		pending[n] = "not read yet"
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for n := range pending {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: n}, crd); err != nil {
-				pending[n] = err.Error()
-				continue
-			}
-			pending[n] = "not established"
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					delete(pending, n)
-				} else if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
-					pending[n] = "names not accepted: " + cond.Message
-				}
-			}
-		}
-		return len(pending) == 0, nil
-	})
-	if err != nil {
-		keys := make([]string, 0, len(pending))
-		for n, why := range pending {
-			keys = append(keys, n+" ("+why+")")
-		}
-		sort.Strings(keys)
-		return fmt.Errorf("CustomResourceDefinitions not established within %s: %s", timeout, strings.Join(keys, ", "))
-	}
-	return nil
+	return results, nil
 }
 
 // retryable marks an error that retry should try again.

@@ -118,10 +118,20 @@ func TestApplyInstallsCRDsFirstAndIsIdempotent(t *testing.T) {
 	if len(res.Applied) != len(objs) || res.CRDs != 1 {
 		t.Fatalf("applied %d of %d, crds %d", len(res.Applied), len(objs), res.CRDs)
 	}
-	// Levels: Namespace, then CRD, then the rest (concurrently, any order), webhook
-	// configurations last; progress counts up by one.
-	if len(progress) != len(objs) || !strings.Contains(progress[0], "Namespace apply-test") || !strings.Contains(progress[1], "CustomResourceDefinition") ||
-		!strings.Contains(progress[len(progress)-1], "ValidatingWebhookConfiguration") || !strings.Contains(strings.Join(progress[2:], ","), "Widget apply-test/default-widget") {
+	// Levels: Namespace; then the CRD with the objects of kinds the server serves (concurrently,
+	// any order); the Widget once its CRD is Established; webhook configurations last; progress
+	// counts up by one.
+	at := func(what string) int {
+		for i, p := range progress {
+			if strings.Contains(p, what) {
+				return i
+			}
+		}
+		return -1
+	}
+	if len(progress) != len(objs) || !strings.Contains(progress[0], "Namespace apply-test") ||
+		!strings.Contains(progress[len(progress)-1], "ValidatingWebhookConfiguration") ||
+		at("CustomResourceDefinition") < 1 || at("Widget apply-test/default-widget") < at("CustomResourceDefinition") {
 		t.Errorf("order: %v", progress)
 	}
 	for i, p := range progress {
@@ -264,7 +274,9 @@ func TestApplyServerGoneMidwayThenRerunCompletes(t *testing.T) {
 		t.Errorf("applied %d pending %d", len(ae.Applied), len(ae.Pending))
 	}
 	msg := err.Error()
-	for _, want := range []string{"3 of 7 objects were applied", "1 Namespace, 1 CustomResourceDefinition, 1 Widget", "ServiceAccount gone-test/widgets-manager"} {
+	// Objects of kinds the server serves go before those of the set's own CRD kinds (which wait
+	// for the CRD to be Established): Namespace, CRD, ServiceAccount, then the Deployment fails.
+	for _, want := range []string{"3 of 7 objects were applied", "1 Namespace, 1 CustomResourceDefinition, 1 ServiceAccount", "applying Deployment gone-test/widgets-controller-manager"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q: %s", want, msg)
 		}
@@ -304,8 +316,13 @@ func TestApplyConcurrentFailureReportsWhatWasApplied(t *testing.T) {
 	if len(ae.Applied) < 3 || len(ae.Pending) == 0 || len(ae.Applied)+len(ae.Pending) != len(objs) {
 		t.Fatalf("applied %v pending %v", ae.Applied, ae.Pending)
 	}
-	if ae.Applied[0].Kind != "Namespace" || ae.Applied[1].Kind != "CustomResourceDefinition" {
-		t.Errorf("applied (in the set's order) should start with the Namespace and the CRD: %v", ae.Applied)
+	// In the set's order: the Namespace (a level of its own) first, the Widget (which waits for
+	// its CRD) never before its CRD.
+	if ae.Applied[0].Kind != "Namespace" {
+		t.Errorf("applied (in the set's order) should start with the Namespace: %v", ae.Applied)
+	}
+	if containsKind(ae.Applied, "Widget") && !containsKind(ae.Applied, "CustomResourceDefinition") {
+		t.Errorf("the Widget is applied but not its CRD: %v", ae.Applied)
 	}
 	if ae.Object.Kind == "" || !containsRef(ae.Pending, ae.Object) || containsRef(ae.Applied, ae.Object) {
 		t.Errorf("failed object %v should be pending: applied %v pending %v", ae.Object, ae.Applied, ae.Pending)
@@ -352,6 +369,15 @@ func viaProxy(t *testing.T) (*cluster.Client, *installtest.Proxy) {
 		t.Fatal(err)
 	}
 	return c, proxy
+}
+
+func containsKind(refs []install.ObjectRef, kind string) bool {
+	for _, x := range refs {
+		if x.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func containsRef(refs []install.ObjectRef, r install.ObjectRef) bool {
