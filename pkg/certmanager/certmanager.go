@@ -262,8 +262,61 @@ type Result struct {
 	Objects []unstructured.Unstructured `json:"-"`
 }
 
-// Ensure makes sure a working cert-manager is there, as clusterctl init does (see the package doc).
+// Ensure makes sure a working cert-manager is there, as clusterctl init does (see the package doc):
+// Decide, apply its objects, wait.
 func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, error) {
+	in, err := Decide(ctx, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Objects) > 0 {
+		res, err := install.Apply(ctx, c, in.Objects, install.ApplyOptions{Source: in.Source, DryRun: opts.DryRun, Log: opts.Log})
+		if err != nil {
+			if opts.DryRun {
+				return nil, fmt.Errorf("dry run of cert-manager %s: %w", in.Result.Version, err)
+			}
+			return nil, fmt.Errorf("installing cert-manager %s: %w; running the command again completes it", in.Result.Version, err)
+		}
+		in.Applied(res)
+	}
+	if err := in.Wait(ctx); err != nil {
+		return nil, err
+	}
+	return in.Result, nil
+}
+
+// Install is what Decide found to do about cert-manager: the objects to apply (none when a
+// working or externally provisioned cert-manager is there) and the wait that must pass before
+// anything that needs cert-manager's webhook (Issuers, Certificates) is applied. Init applies
+// Objects together with the providers' objects (install.ApplySets), so that the wait overlaps
+// with installing them.
+type Install struct {
+	Result *Result
+	// Objects to apply, labelled (see Prepare); Source names them for errors and progress.
+	Objects []unstructured.Unstructured
+	Source  string
+	wait    func(ctx context.Context) error
+}
+
+// Applied records in Result what applying Objects did.
+func (in *Install) Applied(r *install.Result) {
+	if r != nil {
+		in.Result.Applied, in.Result.Unchecked = len(r.Applied), len(r.Unchecked)
+	}
+}
+
+// Wait waits, up to the configured timeout, until cert-manager works (clusterctl's probe passes);
+// it returns at once when there is nothing to wait for.
+func (in *Install) Wait(ctx context.Context) error {
+	if in.wait == nil {
+		return nil
+	}
+	return in.wait(ctx)
+}
+
+// Decide finds out what Ensure has to do, and fetches what it will install. It writes nothing
+// but the probe's objects (which it deletes again); a dry run does not even probe.
+func Decide(ctx context.Context, c *cluster.Client, opts Options) (*Install, error) {
 	log := opts.Log
 	if log == nil {
 		log = logging.Discard()
@@ -276,20 +329,22 @@ func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, erro
 		timeout = config.DefaultCertManagerTimeout
 	}
 	if opts.DryRun {
-		return ensureDryRun(ctx, c, opts, log)
+		return decideDryRun(ctx, c, opts, log)
 	}
 	probeErr := Probe(ctx, c)
 	if probeErr == nil {
 		log.Info("Skipping installing cert-manager as it is already installed")
-		return &Result{Action: ActionAlreadyWorking}, nil
+		return &Install{Result: &Result{Action: ActionAlreadyWorking}}, nil
 	}
 	log.V(1).Info("cert-manager probe failed", "reason", probeErr.Error())
 	if opts.Config.ExternallyProvisioned {
-		log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
-		if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, log); err != nil {
-			return nil, fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
-		}
-		return &Result{Action: ActionExternal}, nil
+		return &Install{Result: &Result{Action: ActionExternal}, wait: func(ctx context.Context) error {
+			log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
+			if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, log); err != nil {
+				return fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
+			}
+			return nil
+		}}, nil
 	}
 	own, err := Owner(ctx, c)
 	if err != nil {
@@ -305,36 +360,39 @@ func Ensure(ctx context.Context, c *cluster.Client, opts Options) (*Result, erro
 	}
 	Prepare(comps.Objects, comps.Version)
 	log.Info("Installing cert-manager", "version", comps.Version)
-	res, err := install.Apply(ctx, c, comps.Objects, install.ApplyOptions{Source: "cert-manager " + comps.Version + " (" + comps.URL + ")", Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("installing cert-manager %s: %w; running the command again completes it", comps.Version, err)
-	}
-	log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
-	if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, log); err != nil {
-		return nil, fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
-	}
-	return &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Objects: comps.Objects}, nil
+	return &Install{
+		Result:  &Result{Action: ActionInstalled, Version: comps.Version, URL: comps.URL, Images: comps.Images, Objects: comps.Objects},
+		Objects: comps.Objects,
+		Source:  "cert-manager " + comps.Version + " (" + comps.URL + ")",
+		wait: func(ctx context.Context) error {
+			log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
+			if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, log); err != nil {
+				return fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
+			}
+			return nil
+		},
+	}, nil
 }
 
-func ensureDryRun(ctx context.Context, c *cluster.Client, opts Options, log *logging.Logger) (*Result, error) {
+func decideDryRun(ctx context.Context, c *cluster.Client, opts Options, log *logging.Logger) (*Install, error) {
 	own, err := Owner(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	if own.Managed || own.Foreign || opts.Config.ExternallyProvisioned {
 		log.Info("cert-manager appears to be installed; a dry run does not probe it")
-		return &Result{Action: ActionWouldSkip, Version: own.Version}, nil
+		return &Install{Result: &Result{Action: ActionWouldSkip, Version: own.Version}}, nil
 	}
 	comps, err := opts.Fetch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fetching cert-manager %s: %w", opts.Config.Version, err)
 	}
 	Prepare(comps.Objects, comps.Version)
-	res, err := install.Apply(ctx, c, comps.Objects, install.ApplyOptions{Source: "cert-manager " + comps.Version, DryRun: true, Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("dry run of cert-manager %s: %w", comps.Version, err)
-	}
-	return &Result{Action: ActionWouldInstall, Version: comps.Version, URL: comps.URL, Applied: len(res.Applied), Images: comps.Images, Unchecked: len(res.Unchecked), Objects: comps.Objects}, nil
+	return &Install{
+		Result:  &Result{Action: ActionWouldInstall, Version: comps.Version, URL: comps.URL, Images: comps.Images, Objects: comps.Objects},
+		Objects: comps.Objects,
+		Source:  "cert-manager " + comps.Version,
+	}, nil
 }
 
 // WaitError is a cert-manager wait that ran out of time, with the reasons found.
@@ -362,7 +420,15 @@ func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstruc
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
 	var last error
-	err := install.Poll(ctx, interval, timeout, func(ctx context.Context) (bool, error) {
+	// Right after its CRDs are Established, discovery may not list cert-manager's kinds for a
+	// moment, and the probe cannot pass: look for them every 100 ms rather than lose a whole
+	// probe interval. Time out here and the probe below says what is missing.
+	issuerGVK := schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}
+	_ = install.Poll(ctx, 100*time.Millisecond, min(timeout, interval), func(context.Context) (bool, error) {
+		_, err := c.RESTMapper().RESTMapping(issuerGVK.GroupKind(), issuerGVK.Version)
+		return err == nil, nil
+	})
+	err := install.Poll(ctx, interval, time.Until(deadline), func(ctx context.Context) (bool, error) {
 		if last = Probe(ctx, c); last == nil {
 			return true, nil
 		}
