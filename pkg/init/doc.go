@@ -19,14 +19,21 @@
 //  6. preflight: fetch cert-manager's components when no cert-manager is there, and check the kind
 //     of every object to install. Nothing is written before this point, so a refused init
 //     changes nothing;
-//  7. ensure the inventory CRD (the first write), then cert-manager (pkg/certmanager): skip when
-//     working, install and wait otherwise;
-//  8. install providers in type order with pkg/install, each followed by its inventory entry, so a
-//     provider appears in the inventory only when all its objects are applied;
+//  7. ensure the inventory CRD (the first write, in the background) and decide about cert-manager
+//     (pkg/certmanager, clusterctl's probe): skip when working, install otherwise;
+//  8. install cert-manager's objects and every provider's as one install (install.ApplySets): all
+//     Namespaces, all CRDs with the objects of served kinds (one watch follows the CRDs), then
+//     the objects of CRD-defined kinds; then cert-manager's webhook configurations and the wait
+//     for cert-manager to work (its pods start while the providers are applied); then per
+//     provider its Issuers and Certificates, its webhook configurations and, in type order, its
+//     inventory entry, so a provider appears in the inventory only when all its objects are
+//     applied. Without --wait-providers only the CRDs whose kinds are used are waited for (the
+//     API server establishes the others; clusterctl waits for none);
 //  9. wait (by default) for the providers' Deployments, webhook endpoints and CA injection.
 //
-// A failure part-way returns an *IncompleteError listing what is installed, what was partly
-// applied and the command that completes the installation. DryRun sends every write as a
+// A failure part-way returns an *IncompleteError listing what is installed (recorded), what was
+// partly applied (with the install as one, usually every provider) and the command that
+// completes the installation. DryRun sends every write as a
 // server-side dry run and writes no inventory.
 //
 // ListImages resolves the same providers without touching a cluster when none is given, and

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -101,7 +102,7 @@ type Result struct {
 // to complete the installation.
 type IncompleteError struct {
 	Installed []Planned
-	Partial   *Planned // the provider whose objects were being applied, if any
+	Partial   []Planned // providers partly applied (not recorded)
 	NotDone   []Planned
 	Rerun     string // the command that completes the installation
 	Err       error
@@ -116,8 +117,10 @@ func (e *IncompleteError) Error() string {
 		b.WriteString(listPlanned(e.Installed))
 		b.WriteString(".")
 	}
-	if e.Partial != nil {
-		fmt.Fprintf(&b, " Partly applied (not recorded): %s %s.", e.Partial.Label(), e.Partial.Version)
+	if len(e.Partial) > 0 {
+		b.WriteString(" Partly applied (not recorded): ")
+		b.WriteString(listPlanned(e.Partial))
+		b.WriteString(".")
 	}
 	if len(e.NotDone) > 0 {
 		b.WriteString(" Not started: ")
@@ -245,13 +248,11 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	// 5. The first write: the inventory CRD, then cert-manager.
-	if !opts.DryRun {
-		if err := inventory.EnsureCRD(ctx, c); err != nil {
-			return nil, err
-		}
-	}
-	res.CertManager, err = certmanager.Ensure(ctx, c, certmanager.Options{
+	// 5. The first writes: the inventory CRD (in the background: only the inventory entries need
+	// it) and clusterctl's cert-manager probe, which decides whether cert-manager is installed.
+	crd := ensureInventoryCRD(ctx, c, opts.DryRun)
+	defer crd.wait()
+	cm, err := certmanager.Decide(ctx, c, certmanager.Options{
 		Config:       cmCfg,
 		Fetch:        cmFetch,
 		DryRun:       opts.DryRun,
@@ -261,53 +262,63 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &IncompleteError{NotDone: pick(plan, todo), Rerun: RerunCommand(pick(plan, todo), opts.TargetNamespace), Err: err}
 	}
+	res.CertManager = cm.Result
 
-	// 6. Providers in order, each followed by its inventory entry. In a dry run nothing is really
-	// installed, so the CRDs of earlier steps are passed on as pending.
-	var pending []unstructured.Unstructured
-	if opts.DryRun {
-		pending = crdsOf(res.CertManager.Objects)
+	// 6. cert-manager's objects and every provider's, as one install (install.ApplySets): all
+	// Namespaces, all CRDs and one wait for them, all other objects; then, once cert-manager
+	// works, per provider in order its Issuers and Certificates, its webhook configurations and
+	// its inventory entry, so a provider is recorded only when all its objects are applied.
+	var sets []install.Set
+	var setPlan []int // plan index of each set; -1 for cert-manager
+	if len(cm.Objects) > 0 {
+		sets = append(sets, install.Set{Source: cm.Source, Objects: cm.Objects})
+		setPlan = append(setPlan, -1)
 	}
-	var done []Planned
-	for n, i := range todo {
-		p := &plan[i]
+	for _, i := range todo {
+		p := plan[i]
 		log.Info("Installing", "provider", p.Label(), "version", p.Version, "targetNamespace", p.Namespace)
-		pp := *p
-		ar, err := install.Apply(ctx, c, p.components.Objects, install.ApplyOptions{
-			Source:      p.Label() + " " + p.Version + " (" + p.Source + ")",
-			DryRun:      opts.DryRun,
-			Log:         log,
-			PendingCRDs: pending,
-			OnApplied: func(ref install.ObjectRef, d, total int) {
-				if opts.OnApplied != nil {
-					opts.OnApplied(pp, ref, d, total)
-				}
-			},
-		})
-		if err == nil && !opts.DryRun {
-			err = inventory.Write(ctx, c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
-		}
-		if err != nil {
-			var partial *Planned
-			if ar != nil && len(ar.Applied) > 0 {
-				partial = p
+		sets = append(sets, install.Set{Source: p.Label() + " " + p.Version + " (" + p.Source + ")", Objects: p.components.Objects, AfterReady: true})
+		setPlan = append(setPlan, i)
+	}
+	results, err := install.ApplySets(ctx, c, sets, install.SetsOptions{
+		// Without the wait for the providers, the CRDs no object of the install uses are left to
+		// the API server to establish, as clusterctl does with all of them; with it, a provider
+		// is recorded only once all its CRDs are Established.
+		ApplyOptions: install.ApplyOptions{DryRun: opts.DryRun, Log: log, WaitUsedCRDsOnly: !opts.WaitProviders},
+		NeedsReady:   func(u *unstructured.Unstructured) bool { return certmanager.IsAPIGroup(u.GroupVersionKind().Group) },
+		Ready:        cm.Wait,
+		OnSetApplied: func(set int, ref install.ObjectRef, d, total int) {
+			if opts.OnApplied != nil && setPlan[set] >= 0 {
+				opts.OnApplied(plan[setPlan[set]], ref, d, total)
 			}
-			rest := pick(plan, todo[n+1:])
-			if partial == nil {
-				rest = append([]Planned{*p}, rest...)
+		},
+		SetDone: func(ctx context.Context, set int) error {
+			if setPlan[set] < 0 || opts.DryRun {
+				return nil
 			}
-			return nil, &IncompleteError{Installed: done, Partial: partial, NotDone: rest,
-				Rerun: RerunCommand(pick(plan, todo[n:]), opts.TargetNamespace), Err: fmt.Errorf("installing %s %s: %w", p.Label(), p.Version, err)}
+			if err := crd.wait(); err != nil {
+				return err
+			}
+			p := plan[setPlan[set]]
+			return inventory.Write(ctx, c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
+		},
+	})
+	if err != nil {
+		return nil, incomplete(err, plan, todo, setPlan, cm.Result, opts.TargetNamespace)
+	}
+	for k, i := range setPlan {
+		if i < 0 {
+			cm.Applied(results[k])
+			continue
 		}
-		p.Objects = len(ar.Applied)
-		p.Unchecked = len(ar.Unchecked)
+		p := &plan[i]
+		p.Objects = len(results[k].Applied)
+		p.Unchecked = len(results[k].Unchecked)
 		if opts.DryRun {
-			pending = append(pending, crdsOf(p.components.Objects)...)
 			p.Action = ActionWouldInstall
 		} else {
 			p.Action = ActionInstalled
 		}
-		done = append(done, *p)
 	}
 
 	// 7. Wait for the providers.
@@ -324,6 +335,69 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// inventoryCRD is the inventory CRD being ensured in the background.
+type inventoryCRD struct {
+	done chan struct{}
+	err  error
+}
+
+// ensureInventoryCRD starts inventory.EnsureCRD (not in a dry run, which writes no inventory).
+func ensureInventoryCRD(ctx context.Context, c *cluster.Client, dryRun bool) *inventoryCRD {
+	r := &inventoryCRD{done: make(chan struct{})}
+	if dryRun {
+		close(r.done)
+		return r
+	}
+	go func() {
+		defer close(r.done)
+		r.err = inventory.EnsureCRD(ctx, c)
+	}()
+	return r
+}
+
+// wait waits until the inventory CRD is there (or could not be made) and says which.
+func (r *inventoryCRD) wait() error {
+	<-r.done
+	return r.err
+}
+
+// incomplete turns a failed install.ApplySets into an IncompleteError: providers whose set was
+// done are installed and recorded, those with objects applied are partial, the others not started.
+func incomplete(err error, plan []Planned, todo, setPlan []int, cm *certmanager.Result, targetNamespace string) error {
+	var se *install.SetsError
+	if !errors.As(err, &se) {
+		return &IncompleteError{NotDone: pick(plan, todo), Rerun: RerunCommand(pick(plan, todo), targetNamespace), Err: err}
+	}
+	ie := &IncompleteError{Err: err}
+	var rerun []Planned
+	for k, i := range setPlan {
+		if i < 0 {
+			continue
+		}
+		p := plan[i]
+		switch {
+		case se.Sets[k].Done:
+			p.Action = ActionInstalled
+			ie.Installed = append(ie.Installed, p)
+			continue
+		case len(se.Sets[k].Applied) > 0:
+			ie.Partial = append(ie.Partial, p)
+		default:
+			ie.NotDone = append(ie.NotDone, p)
+		}
+		rerun = append(rerun, p)
+	}
+	if se.Failed >= 0 {
+		if i := setPlan[se.Failed]; i >= 0 {
+			ie.Err = fmt.Errorf("installing %s %s: %w", plan[i].Label(), plan[i].Version, err)
+		} else {
+			ie.Err = fmt.Errorf("installing cert-manager %s: %w", cm.Version, err)
+		}
+	}
+	ie.Rerun = RerunCommand(rerun, targetNamespace)
+	return ie
 }
 
 // prefetchCertManager fetches and parses cert-manager's components up front when no cert-manager
@@ -409,18 +483,31 @@ func certManagerConfig(cfg *config.Config) (config.CertManager, error) {
 // resolve turns requests into a plan: versions, contracts, namespaces, components. Every request
 // is tried, so that all unknown providers, missing versions and unreadable components are
 // reported together.
+//
+// The providers are fetched and processed concurrently (reading, parsing and substituting a
+// components file is CPU work of its own); plan and errors keep the order of items.
 func resolve(ctx context.Context, cl Clients, items []Request, installed []inventory.Provider, opts Options) ([]Planned, error) {
+	plans := make([]Planned, len(items))
+	errs := make([]error, len(items))
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i, r := range items {
+		g.Go(func() error {
+			plans[i], errs[i] = resolveOne(ctx, cl, r, installed, opts)
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through errs
 	plan := make([]Planned, 0, len(items))
-	var errs []error
-	for _, r := range items {
-		pl, err := resolveOne(ctx, cl, r, installed, opts)
-		if err != nil {
-			errs = append(errs, err)
+	var failed []error
+	for i := range items {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
 			continue
 		}
-		plan = append(plan, pl)
+		plan = append(plan, plans[i])
 	}
-	if err := refused(errs); err != nil {
+	if err := refused(failed); err != nil {
 		return nil, err
 	}
 	return plan, nil
