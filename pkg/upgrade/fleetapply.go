@@ -260,11 +260,13 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 		return nil, nil, nil, err
 	}
 	problems = append(problems, refused...)
-	refused, pf.DryRunPatches, err = dryRunFirstPatches(ctx, c, req, waves, byKey)
+	var unsettled []string
+	refused, unsettled, pf.DryRunPatches, err = dryRunFirstPatches(ctx, c, req, waves, byKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	problems = append(problems, refused...)
+	pf.Notes = append(pf.Notes, unsettled...)
 	for _, p := range pf.Providers {
 		switch p.Status {
 		case kubesupport.Supported:

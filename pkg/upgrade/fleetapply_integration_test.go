@@ -646,18 +646,31 @@ func TestFleetPreflightOnAPIServer(t *testing.T) {
 	noplan := "cluster noplan/n1: control plane KubeadmControlPlane n1-gone not found"
 
 	t.Run("without an inventory the providers are not checked, and said so", func(t *testing.T) {
+		// No controller has reported on g1's objects yet: its rollout is not settled, so the
+		// preflight does not dry-run its patch (the apply would wait first) and says so.
 		before := resourceVersions(t, c)
 		rep, err := ApplyFleet(ctx, c, req("good", true))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pf := rep.Preflight; pf == nil || len(pf.Providers) != 0 || pf.DryRunPatches != 1 || !strings.Contains(strings.Join(pf.Notes, "\n"), "no provider inventory") {
+		notes := strings.Join(rep.Preflight.Notes, "\n")
+		if pf := rep.Preflight; len(pf.Providers) != 0 || pf.DryRunPatches != 0 || !strings.Contains(notes, "no provider inventory") ||
+			!strings.Contains(notes, "cluster good/g1 is not settled (KubeadmControlPlane g1-cp") {
 			t.Errorf("preflight %+v", rep.Preflight)
 		}
 		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("dry run changed objects")
 		}
 	})
+
+	// The initial rollout, as the controllers would report it; then they stop (nothing below
+	// writes a version, so nothing more would be reconciled).
+	si := &standIn{c: c, stuck: map[string]bool{}}
+	sctx, stopStandIn := context.WithCancel(ctx)
+	go si.run(sctx)
+	waitFor(t, func() bool { return len(si.events()) == 6 })
+	stopStandIn()
+	time.Sleep(100 * time.Millisecond)
 
 	t.Run("supported providers pass, a provider without a declared range is listed", func(t *testing.T) {
 		writeInventory(t, "v1.14.2")
@@ -686,8 +699,8 @@ func TestFleetPreflightOnAPIServer(t *testing.T) {
 		if p := strings.Join(lines, "\n"); !strings.Contains(p, "Preflight: control-plane-kubeadm v1.14.2 supports workload clusters v1.31.x -> v1.37.x") || !strings.Contains(p, "infrastructure-docker v1.14.2: infrastructure-docker does not declare") {
 			t.Errorf("progress %q", p)
 		}
-		if got := resultsOf(rep); got["good/g1"] != ResultWouldPatch {
-			t.Errorf("results %v", got)
+		if got := resultsOf(rep); got["good/g1"] != ResultWouldPatch || rep.Preflight.DryRunPatches != 1 {
+			t.Errorf("results %v, %d dry-run patches in the preflight", got, rep.Preflight.DryRunPatches)
 		}
 		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("dry run changed objects")

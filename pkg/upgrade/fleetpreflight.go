@@ -117,9 +117,12 @@ func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWav
 
 // dryRunFirstPatches sends every selected cluster's first patch as a server-side dry run, so
 // what the API server's admission (the Cluster API webhooks, CEL rules, policies) would refuse is
-// refused now, with every other preflight problem, before any cluster is changed. It returns the
-// refusals in cluster order and how many patches were accepted.
-func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, int, error) {
+// refused now, with every other preflight problem, before any cluster is changed. A cluster with
+// a rollout under way (a resumed run) is not dry-run: the apply waits for that rollout before its
+// next patch, and the webhooks rightly refuse a version change while one is under way. It returns
+// the refusals and the notes of clusters not dry-run, in cluster order, and how many patches the
+// API server accepted.
+func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, []string, int, error) {
 	var todo []ClusterUpgrade
 	for _, w := range waves {
 	clusters:
@@ -138,6 +141,7 @@ func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequ
 	dry.DryRun = true
 	a := &fleetApplier{c: c, req: dry, infos: infos}
 	refusals := make([]string, len(todo))
+	notes := make([]string, len(todo))
 	accepted := make([]bool, len(todo))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(dryRunParallel)
@@ -149,6 +153,10 @@ func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequ
 			}
 			step, version, kind := nextPatch(s, infos[cu.Namespace+"/"+cu.Name], cu, req.KubernetesVersion)
 			if step == "" {
+				return nil
+			}
+			if p := Pending(s); len(p) > 0 {
+				notes[i] = fmt.Sprintf("cluster %s/%s is not settled (%s): its first patch (%s) is sent, and checked by the API server, once that is done", cu.Namespace, cu.Name, strings.Join(p, "; "), stepName(step, version))
 				return nil
 			}
 			if _, err := a.patch(gctx, s, kind, version); err != nil {
@@ -163,17 +171,20 @@ func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequ
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, 0, fmt.Errorf("preflight: %w", err)
+		return nil, nil, 0, fmt.Errorf("preflight: %w", err)
 	}
-	var out []string
+	var out, skipped []string
 	n := 0
 	for i := range todo {
 		if refusals[i] != "" {
 			out = append(out, refusals[i])
 		}
+		if notes[i] != "" {
+			skipped = append(skipped, notes[i])
+		}
 		if accepted[i] {
 			n++
 		}
 	}
-	return out, n, nil
+	return out, skipped, n, nil
 }
