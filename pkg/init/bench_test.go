@@ -3,6 +3,8 @@ package clusterinit_test
 import (
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,90 @@ func BenchmarkClusterctlFirstInit(b *testing.B) {
 	}
 	b.ReportMetric(seconds/float64(b.N), "s/op")
 	b.ReportMetric(rss, "peak-RSS-MiB")
+}
+
+// BenchmarkInitSideBySide is the issue's figure in one command: the same first init (cert-manager
+// CRDs, core, kubeadm bootstrap and control plane, Docker v1.14.0 from the local fixtures
+// repository, no wait) by the capctl command and by the reference clusterctl, each as a child
+// process into a fresh API server, alternating capctl and clusterctl INIT_BENCH_RUNS times
+// (default 3) so that both meet the same load. It logs a table of medians (seconds, requests as
+// the server counted them, peak RSS) with the load average, and reports the medians and
+// capctl/clusterctl (the goal is ≤ 0.5). Run with `make bench BENCH=InitSideBySide`.
+func BenchmarkInitSideBySide(b *testing.B) {
+	bin := os.Getenv("CAPCTL_CLUSTERCTL")
+	if bin == "" {
+		b.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary (make test builds it)")
+	}
+	runs := 3
+	if v := os.Getenv("INIT_BENCH_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("INIT_BENCH_RUNS=%q: want a positive number", v)
+		}
+		runs = n
+	}
+	capctl := testenv.BuildCapctl(b)
+	fixtures := testenv.FixturesDir(b)
+	cfgPath := writeConfigTB(b, fixtures)
+	type tool struct {
+		name string
+		args []string
+	}
+	providers := []string{"--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0"}
+	tools := []tool{
+		{"capctl", append([]string{capctl, "init", "--wait-providers=false"}, providers...)},
+		{"clusterctl", append([]string{bin, "init"}, providers...)},
+	}
+	seconds := map[string][]float64{}
+	served := map[string][]float64{}
+	rss := map[string][]float64{}
+	loads := []string{testenv.LoadAverage()}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < runs; r++ {
+			for _, t := range tools {
+				b.StopTimer()
+				env := testenv.Start(b, testenv.Options{})
+				ctx := testenv.Context(b)
+				// The namespace controller's part: both probes delete cert-manager-test.
+				ctl := installtest.Start(ctx, env.Client, installtest.Options{Interval: 250 * time.Millisecond, NotReady: true, FinalizeNamespaces: []string{"cert-manager-test"}})
+				home := b.TempDir()
+				cmd := exec.CommandContext(ctx, t.args[0], append(append([]string{}, t.args[1:]...), "--kubeconfig", env.Kubeconfig, "--config", cfgPath)...)
+				cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "CLUSTERCTL_DISABLE_VERSIONCHECK=true", "GOPROXY=off", "NO_COLOR=1")
+				before := env.ServedRequests(b)
+				standIn := env.Client.Requests()
+				b.StartTimer()
+				start := time.Now()
+				out, peak, err := testenv.RunSampled(cmd)
+				elapsed := time.Since(start).Seconds()
+				b.StopTimer()
+				ctl.Stop()
+				standIn = env.Client.Requests() - standIn
+				if err != nil {
+					b.Fatalf("%s init: %v\n%s", t.name, err, out)
+				}
+				seconds[t.name] = append(seconds[t.name], elapsed)
+				// Without the stand-in controller's own requests and ServedRequests' own.
+				served[t.name] = append(served[t.name], float64(env.ServedRequests(b)-before-1-standIn))
+				rss[t.name] = append(rss[t.name], peak)
+				env.Stop()
+			}
+			loads = append(loads, testenv.LoadAverage())
+		}
+	}
+	med := func(m map[string][]float64, name string) float64 { return testenv.Median(m[name]) }
+	b.Logf("first init, cert-manager CRDs + 4 providers v1.14.0, no wait; medians of %d alternating runs; load average (1 5 15 min) before and after each round: %s", runs, strings.Join(loads, " | "))
+	b.Logf("%-10s %8s %9s %13s   %s", "tool", "seconds", "requests", "peak RSS MiB", "all seconds")
+	for _, t := range tools {
+		b.Logf("%-10s %8.2f %9.0f %13.1f   %v", t.name, med(seconds, t.name), med(served, t.name), med(rss, t.name), seconds[t.name])
+	}
+	ratio := med(seconds, "capctl") / med(seconds, "clusterctl")
+	b.Logf("capctl/clusterctl time: %.2f (goal ≤ 0.5)", ratio)
+	b.ReportMetric(med(seconds, "capctl"), "capctl-s")
+	b.ReportMetric(med(seconds, "clusterctl"), "clusterctl-s")
+	b.ReportMetric(ratio, "capctl/clusterctl")
+	b.ReportMetric(med(served, "capctl"), "capctl-requests")
+	b.ReportMetric(med(served, "clusterctl"), "clusterctl-requests")
+	b.ReportMetric(med(rss, "capctl"), "capctl-peak-RSS-MiB")
+	b.ReportMetric(med(rss, "clusterctl"), "clusterctl-peak-RSS-MiB")
 }
