@@ -63,7 +63,8 @@ unit: ## Run the tests that need no API server
 bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...
 
-# DESCRIBE_BENCH_MACHINES=1000,10000 (worker machines; default 1000), DESCRIBE_BENCH_RUNS=3.
+# DESCRIBE_BENCH_MACHINES=1000,10000 (worker machines; default 1000), DESCRIBE_BENCH_RUNS=3,
+# DESCRIBE_BENCH_CLUSTERCTL_UNGROUPED_MAX=1003 (0 skips clusterctl's slow ungrouped view).
 bench-describe: envtest-bins clusterctl-bin ## describe cluster, capctl vs clusterctl on one API server: median s, requests, peak RSS
 	go test -run '^$$' -bench 'BenchmarkDescribeCluster$$' -benchtime 1x -timeout 60m ./pkg/describe/
 
