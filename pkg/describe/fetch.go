@@ -362,16 +362,25 @@ func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 	if !ok {
 		return nil, ErrCAPINotInstalled
 	}
+	s := &Snapshot{ServedVersion: clusterGVK.Version}
+	// The lists need the cluster's name only, so they are read while the Cluster is (and dropped
+	// when it does not exist).
+	listCtx, cancelLists := context.WithCancel(ctx)
+	defer cancelLists()
+	listsDone := make(chan error, 1)
+	go func() { listsDone <- d.fetchLists(listCtx, s) }()
 	cl := &unstructured.Unstructured{}
 	cl.SetGroupVersionKind(clusterGVK)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, cl); err != nil {
+		cancelLists()
+		<-listsDone
 		if apierrors.IsNotFound(err) {
 			return nil, d.notFound(ctx, clusterGVK)
 		}
 		return nil, fmt.Errorf("reading cluster %s/%s: %w", opts.Namespace, opts.Name, err)
 	}
 	cl.SetManagedFields(nil)
-	s := &Snapshot{ServedVersion: clusterGVK.Version, Cluster: cl}
+	s.Cluster = cl
 	// The Cluster's own references (infrastructure, control plane) are read while the lists are:
 	// they depend on the Cluster only.
 	objs := map[objKey]fetched{}
@@ -382,7 +391,7 @@ func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 		ns := cl.GetNamespace()
 		d.fetchSingles(ctx, []ref{readRef(cl.Object, ns, "spec", "infrastructureRef"), readRef(cl.Object, ns, "spec", "controlPlaneRef")}, objs, &mu)
 	}()
-	err = d.fetchLists(ctx, s)
+	err = <-listsDone
 	if err == nil {
 		d.fetchMachineObjects(ctx, s, objs, &mu)
 	}
