@@ -626,9 +626,12 @@ func (a *fleetApplier) waitSettled(ctx context.Context, cu ClusterUpgrade, info 
 }
 
 // poll reads the cluster's state every PollInterval until done says so, the context ends, or the
-// cluster's timeout; it returns the reasons done gave last (or the last read error).
+// cluster's timeout; it returns the reasons done gave at the last successful read, and the read
+// error instead only when no read succeeded or the last one failed well before the deadline.
 func (a *fleetApplier) poll(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, done func(ClusterState) (bool, []string)) ([]string, error) {
-	var last []string
+	var pending []string
+	var readErr error
+	var readFailedAt time.Time
 	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
 		s, err := a.readState(ctx, info, cu)
 		if err != nil {
@@ -636,14 +639,27 @@ func (a *fleetApplier) poll(ctx context.Context, cu ClusterUpgrade, info Cluster
 				return false, ctx.Err()
 			}
 			// A failed read (API server restarting, a timeout) is retried until the deadline.
-			last = []string{err.Error()}
+			readErr, readFailedAt = err, time.Now()
 			return false, nil
 		}
+		readErr = nil
 		var ok bool
-		ok, last = done(s)
+		ok, pending = done(s)
 		return ok, nil
 	})
-	return last, err
+	if readErr == nil {
+		return pending, err
+	}
+	// A read cut short by the cluster's own deadline (client-go's rate limiter refuses a wait that
+	// would pass it, before the context itself ends) says nothing about the cluster: what the last
+	// successful read found pending is the answer.
+	if dl, ok := ctx.Deadline(); ok && pending != nil && dl.Sub(readFailedAt) < a.req.PollInterval {
+		return pending, err
+	}
+	if pending == nil {
+		return []string{readErr.Error()}, err
+	}
+	return append(pending, "the last read failed: "+readErr.Error()), err
 }
 
 var capiV1beta2 = schema.GroupVersion{Group: capiGroup, Version: "v1beta2"}
