@@ -71,9 +71,9 @@ const summaryKindLimit = 4
 // cluster), the kinds concurrently.
 //
 // Each kind is one LIST request (lean decoding, listGVK): the Clusters are not read in smaller
-// pages to overlap the control plane lists with them, because an API server serves the pages
-// after the first from etcd rather than its cache, which made 1000 Clusters in 4 pages 3–8×
-// slower than in one request (measured on envtest's kube-apiserver v1.37).
+// pages to overlap the control plane lists with them: 1000 Clusters in 4 pages were 3–8× slower
+// than in one request (measured on envtest's kube-apiserver v1.37 on a loaded machine). Why is not
+// settled: the server's metrics show later pages served from its watch cache, not from etcd.
 func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSummary, error) {
 	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
 	gvk, ok, err := d.servedGVK(coreGroup, "Cluster")
