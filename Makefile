@@ -30,7 +30,7 @@ export CAPCTL_CAPI_BINS
 
 # -count=1: integration tests depend on API servers and binaries outside Go's test cache, so a
 # cached pass would prove nothing.
-GO_TEST_FLAGS ?= -count=1 -timeout 45m
+GO_TEST_FLAGS ?= -count=1 -timeout 75m
 BENCH         ?= .
 
 .PHONY: help build install test unit envtest-bins live-bins bench bench-describe demo examples fmt vet fuzz release-snapshot clean
