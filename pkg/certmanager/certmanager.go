@@ -123,7 +123,7 @@ func Probe(ctx context.Context, c client.Client) error {
 	err := c.Get(ctx, client.ObjectKey{Name: TestNamespace}, ns)
 	switch {
 	case err == nil && ns.DeletionTimestamp != nil:
-		return &ProbeError{Step: "Namespace " + TestNamespace, Err: errors.New("the namespace left by an earlier probe is still terminating")}
+		return &ProbeError{Step: "Namespace " + TestNamespace, Err: errProbeNamespaceTerminating}
 	case apierrors.IsNotFound(err):
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TestNamespace}}
 		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -142,6 +142,9 @@ func Probe(ctx context.Context, c client.Client) error {
 	}
 	return nil
 }
+
+// errProbeNamespaceTerminating: the probe could not run yet; it says nothing about cert-manager.
+var errProbeNamespaceTerminating = errors.New("the namespace left by an earlier probe is still terminating")
 
 func testObjects() (*unstructured.Unstructured, *unstructured.Unstructured) {
 	issuer := &unstructured.Unstructured{Object: map[string]any{
@@ -340,7 +343,7 @@ func Decide(ctx context.Context, c *cluster.Client, opts Options) (*Install, err
 	if opts.Config.ExternallyProvisioned {
 		return &Install{Result: &Result{Action: ActionExternal}, wait: func(ctx context.Context) error {
 			log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
-			if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, log); err != nil {
+			if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, probeErr, log); err != nil {
 				return fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
 			}
 			return nil
@@ -366,7 +369,7 @@ func Decide(ctx context.Context, c *cluster.Client, opts Options) (*Install, err
 		Source:  "cert-manager " + comps.Version + " (" + comps.URL + ")",
 		wait: func(ctx context.Context) error {
 			log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
-			if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, log); err != nil {
+			if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, probeErr, log); err != nil {
 				return fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
 			}
 			return nil
@@ -415,11 +418,13 @@ func (e *WaitError) Error() string {
 func (e *WaitError) Unwrap() error { return e.Probe }
 
 // waitProbe probes every interval until the probe passes or timeout; objs (may be nil) are
-// diagnosed on a timeout, so the error says why cert-manager is not available.
-func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, log *logging.Logger) error {
+// diagnosed on a timeout, so the error says why cert-manager is not available. first is the
+// probe that ran before the wait (may be nil): a probe that could not run because the previous
+// one's namespace is still going away does not replace what an earlier probe found.
+func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, first error, log *logging.Logger) error {
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
-	var last error
+	last := first
 	// Right after its CRDs are Established, discovery may not list cert-manager's kinds for a
 	// moment, and the probe cannot pass: look for them every 100 ms rather than lose a whole
 	// probe interval. Time out here and the probe below says what is missing.
@@ -429,8 +434,12 @@ func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstruc
 		return err == nil, nil
 	})
 	err := install.Poll(ctx, interval, time.Until(deadline), func(ctx context.Context) (bool, error) {
-		if last = Probe(ctx, c); last == nil {
+		err := Probe(ctx, c)
+		if err == nil {
 			return true, nil
+		}
+		if last == nil || !errors.Is(err, errProbeNamespaceTerminating) {
+			last = err
 		}
 		if time.Now().After(nextReport) {
 			nextReport = time.Now().Add(15 * time.Second)
