@@ -109,15 +109,45 @@ func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
 	return out
 }
 
-// initAt installs the four providers at one version with init's default wait: it passes only
-// when the managers really run and their webhooks answer. Safe in parallel goroutines: it
-// reports with Errorf, callers check Failed.
+// initAt installs the four providers at one version with init's default wait (the managers'
+// Deployments available, their webhook Services with endpoints, every CA injected), then waits
+// until the API server calls the core webhook with the injected CA. Safe in parallel goroutines:
+// it reports with Errorf, callers check Failed.
 func (e *e2e) initAt(c *livemgmt.Cluster, version string) {
 	e.t.Helper()
 	if _, err := e.capctl(c, "init", "--core", "cluster-api:"+version, "--bootstrap", "kubeadm:"+version,
 		"--control-plane", "kubeadm:"+version, "--infrastructure", "docker:"+version); err != nil {
 		e.t.Errorf("capctl init on %s: %v", c.Name, err)
+		return
 	}
+	e.waitWebhooksAnswer(c)
+}
+
+// waitWebhooksAnswer dry-runs a Cluster create until the core webhook answers. Once init has
+// seen the CA injected, the API server's own copy of the webhook configuration may lag for a
+// moment and still call without it ("certificate signed by unknown authority": seen once in a
+// clean-clone CI run, 5 s after the managers started); a user applying right then gets that
+// error too. Any answer from the webhook, an admission refusal included, ends the wait.
+func (e *e2e) waitWebhooksAnswer(c *livemgmt.Cluster) {
+	e.t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	var last error
+	for time.Since(start) < time.Minute {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(clusterGVK)
+		u.SetNamespace(metav1.NamespaceDefault)
+		u.SetName("webhook-probe")
+		last = c.Client.Create(ctx, u, client.DryRunAll)
+		if last == nil || !strings.Contains(last.Error(), "failed calling webhook") {
+			if d := time.Since(start); d > time.Second {
+				e.t.Logf("the core webhook answered on %s %s after init returned", c.Name, d.Round(100*time.Millisecond))
+			}
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	e.t.Errorf("the core webhook on %s did not answer within a minute of init: %v", c.Name, last)
 }
 
 // createCluster generates an in-memory ClusterClass cluster with capctl and creates it.
