@@ -214,7 +214,7 @@ Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis 
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to diagnose (default: the kubeconfig context's namespace)")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose the clusters of every namespace")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many clusters to diagnose at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
 	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
 	return cmd

@@ -344,13 +344,19 @@ func KubeconfigSecret(ctx context.Context, tb testing.TB, c client.Client, ns, n
 }
 
 // UnreachableKubeconfig points at a port where nothing listens.
-var UnreachableKubeconfig = []byte(`apiVersion: v1
+var UnreachableKubeconfig = KubeconfigFor("https://127.0.0.1:1")
+
+// KubeconfigFor is a kubeconfig for an API server at a URL (TLS not verified: test servers only),
+// with a made-up token.
+func KubeconfigFor(server string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: x}}]
 contexts: [{name: ctx, context: {cluster: c, user: u}}]
 current-context: ctx
-`)
+`, server))
+}
 
 // --- workload cluster objects ---
 

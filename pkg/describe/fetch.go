@@ -211,13 +211,16 @@ func (d *discoverer) get(ctx context.Context, r ref) (*unstructured.Unstructured
 	u.SetGroupVersionKind(gvk)
 	if err := d.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s %s/%s not found", r.Kind, r.Namespace, r.Name)
+			return nil, notFoundRef(r)
 		}
 		return nil, fmt.Errorf("reading %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
 	}
 	u.SetManagedFields(nil) // as listed objects: nothing reads them
 	return u, nil
 }
+
+// notFoundRef is why a referenced object is missing when the API server does not have it.
+func notFoundRef(r ref) error { return fmt.Errorf("%s %s/%s not found", r.Kind, r.Namespace, r.Name) }
 
 // fetchBulk reads many referenced objects (machine infrastructure and bootstrap configs) with one
 // labelled LIST per kind and namespace. Objects the labelled list misses are read one by one when
@@ -301,7 +304,7 @@ func (d *discoverer) fetchBulk(ctx context.Context, refs []ref, preferGets bool,
 					} else if err != nil {
 						set(r, fetched{err: err})
 					} else {
-						set(r, fetched{err: fmt.Errorf("%s %s/%s not found", r.Kind, r.Namespace, r.Name)})
+						set(r, fetched{err: notFoundRef(r)})
 					}
 				}
 				return

@@ -10,6 +10,10 @@
 //     Cluster fields the tree leaves out: phase, nodeRef, providerID, control-plane endpoint), and
 //     Run applies the rules table (rules.go) to it and returns a Report; neither makes a request.
 //
+// `diagnose clusters` (Clusters) reads the whole fleet's snapshots in one list per kind
+// (describe.FetchFleet) and reads only the workload clusters whose management-side state needs
+// them (Input.NeedsWorkload), each within its time budget.
+//
 // Every rule is one row of the table: its id, a predicate over the Input, a one-sentence
 // explanation, the component responsible and templates of the commands to run next.
 package diagnose

@@ -218,6 +218,8 @@ func TestRulesOnAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("fleet finds what diagnose cluster finds, row by row", func(t *testing.T) { testFleetOnAPIServer(ctx, t, mgmt) })
+
 	// The management side breaks: each rule becomes the root cause of a cluster using the provider.
 	docker := diagnosetest.ProviderOf("infrastructure-docker")
 	t.Run(diagnose.RuleProviderController, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,8 +13,10 @@ import (
 	"github.com/capctl/capctl/pkg/inventory"
 )
 
-// DefaultConcurrency is how many clusters `diagnose clusters` diagnoses at once.
-const DefaultConcurrency = 4
+// DefaultConcurrency is how many workload clusters `diagnose clusters` reads at once (each within
+// its own WorkloadTimeout). The management side is read in a fixed number of lists whatever the
+// number of clusters.
+const DefaultConcurrency = 16
 
 // Cluster diagnoses one cluster: it reads the management side once, then the cluster (and its
 // workload cluster when opts.Workload), and runs the rules. A management side that cannot be read
@@ -40,7 +41,7 @@ func Cluster(ctx context.Context, c client.Client, opts Options) (*Report, error
 type FleetOptions struct {
 	Options
 	AllNamespaces bool
-	// Concurrency: clusters diagnosed at once (default 4).
+	// Concurrency: workload clusters read at once (default DefaultConcurrency).
 	Concurrency int
 }
 
@@ -60,56 +61,85 @@ type FleetRow struct {
 	Problems  int       `json:"problems"`
 	Root      *Finding  `json:"root,omitempty"`
 	Findings  []Finding `json:"findings"`
+	// Workload is set when the workload cluster was read (see Input.NeedsWorkload): whether it
+	// answered within WorkloadTimeout, and why not.
+	Workload *WorkloadSummary `json:"workload,omitempty"`
 	// Error says why the cluster could not be diagnosed (it counts as a problem).
 	Error string `json:"error,omitempty"`
 }
 
-// Clusters diagnoses every cluster of a namespace (or all namespaces), a few at a time, with the
-// management side read once for all of them.
+// Clusters diagnoses every cluster of a namespace (or all namespaces). The management side is
+// read in one list per kind for the whole fleet (describe.FetchFleet) plus the provider state
+// (FetchManagement), and the rules run on that snapshot; with opts.Workload, only the workload
+// clusters whose management-side state needs them (Input.NeedsWorkload: Nodes, CNI, PDBs) are
+// read, opts.Concurrency at a time, each within opts.WorkloadTimeout, so a workload API server
+// that does not answer costs its row that budget and stalls no other row.
 func Clusters(ctx context.Context, c client.Client, opts FleetOptions) (*FleetReport, error) {
-	rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{Namespace: opts.Namespace, AllNamespaces: opts.AllNamespaces})
-	if err != nil {
+	var snaps []*describe.Snapshot
+	var mgmt *Management
+	var mgmtErr error
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		snaps, err = describe.FetchFleet(gctx, c, describe.SummaryOptions{Namespace: opts.Namespace, AllNamespaces: opts.AllNamespaces})
+		return err
+	})
+	g.Go(func() error {
+		mgmt, mgmtErr = FetchManagement(gctx, c)
+		if mgmtErr != nil && !errors.Is(mgmtErr, inventory.ErrNoInventory) {
+			return mgmtErr
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	mgmt, mgmtErr := FetchManagement(ctx, c)
-	if mgmtErr != nil && !errors.Is(mgmtErr, inventory.ErrNoInventory) {
-		return nil, mgmtErr
-	}
-	fr := &FleetReport{Clusters: make([]FleetRow, len(rows)), Healthy: true}
+	fr := &FleetReport{Clusters: make([]FleetRow, len(snaps)), Healthy: true}
 	if mgmtErr != nil {
 		fr.ManagementError = mgmtErr.Error()
 	}
-	limit := opts.Concurrency
-	if limit <= 0 {
-		limit = DefaultConcurrency
+	inputs := make([]*Input, len(snaps))
+	for i, s := range snaps {
+		fr.Clusters[i] = FleetRow{Namespace: s.Cluster.GetNamespace(), Name: s.Cluster.GetName()}
+		in, err := NewInput(s, kindCRDs(c, s))
+		if err != nil {
+			fr.Clusters[i].Error = fmt.Sprintf("cannot be diagnosed: %v", err)
+			fr.Clusters[i].Problems = 1
+			continue
+		}
+		in.Now, in.StuckAfter, in.Management = opts.now(), opts.StuckAfter, mgmt
+		inputs[i] = in
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(limit)
-	var mu sync.Mutex
-	for i, s := range rows {
-		g.Go(func() error {
-			o := opts.Options
-			o.Namespace, o.Name = s.Namespace, s.Name
-			row := FleetRow{Namespace: s.Namespace, Name: s.Name}
-			in, err := Fetch(gctx, c, mgmt, o)
-			if err != nil {
-				if gctx.Err() != nil {
-					return gctx.Err()
-				}
-				row.Error = fmt.Sprintf("cannot be diagnosed: %v", err)
-				row.Problems = 1
-			} else {
-				rep := Run(in)
-				row.Healthy, row.Problems, row.Findings, row.Root = rep.Healthy, rep.Problems(), rep.Findings, rep.Root()
+	if opts.Workload {
+		limit := opts.Concurrency
+		if limit <= 0 {
+			limit = DefaultConcurrency
+		}
+		var wg errgroup.Group
+		wg.SetLimit(limit)
+		for i, in := range inputs {
+			if in == nil || !in.NeedsWorkload() {
+				continue
 			}
-			mu.Lock()
-			fr.Clusters[i] = row
-			mu.Unlock()
-			return nil
-		})
+			row := fr.Clusters[i]
+			wg.Go(func() error {
+				// Each read has its own budget; an unanswered one is its row's finding.
+				in.Workload = FetchWorkload(ctx, c, row.Namespace, row.Name, opts.WorkloadTimeout)
+				return nil
+			})
+		}
+		_ = wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	for i, in := range inputs {
+		if in == nil {
+			continue
+		}
+		rep := Run(in)
+		row := &fr.Clusters[i]
+		row.Healthy, row.Problems, row.Findings, row.Root, row.Workload = rep.Healthy, rep.Problems(), rep.Findings, rep.Root(), rep.Workload
 	}
 	sort.SliceStable(fr.Clusters, func(i, j int) bool {
 		a, b := fr.Clusters[i], fr.Clusters[j]

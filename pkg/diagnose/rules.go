@@ -832,3 +832,30 @@ func machineNames(ms []machineNode) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// NeedsWorkload tells whether reading the workload cluster could change the findings beyond
+// what the management side already shows, so that `diagnose clusters` reads only those:
+//   - a provisioned Machine whose Node has not joined (the finding counts the workload's Nodes);
+//   - a Machine whose Node the Machine does not report Ready (the Node's own Ready condition, and
+//     whether a CNI runs, decide between node-not-ready-no-cni and node-not-ready);
+//   - a Machine stuck deleting (a PodDisruptionBudget of the workload may block its drain).
+//
+// A Cluster whose RemoteConnectionProbe is False is not read: the core already failed to reach
+// its API server, and a read that times out would add one line of evidence. Machines that report
+// their Node Ready are trusted (the core mirrors the Node's Ready condition into NodeReady), and a
+// cluster that is not read is not checked for a missing or unusable kubeconfig Secret
+// (workload-cluster-unreachable): `diagnose cluster` does both.
+func (in *Input) NeedsWorkload() bool {
+	if in.root() == nil || isFalse(cond(in.root(), "RemoteConnectionProbe")) {
+		return false
+	}
+	if len(matchNotJoined(in)) > 0 || len(in.deletingMachines()) > 0 {
+		return true
+	}
+	for _, mn := range in.machines() {
+		if !mn.node.Deleting && mn.facts.NodeName != "" && !isTrue(cond(mn.node, "NodeReady")) {
+			return true
+		}
+	}
+	return false
+}

@@ -51,3 +51,45 @@ func TestNewInputFromSnapshot(t *testing.T) {
 		t.Fatalf("not stuck yet: %+v", rep.Findings)
 	}
 }
+
+// NeedsWorkload picks the clusters whose workload cluster `diagnose clusters` reads: those whose
+// Machines leave the Node's state open, never one the core already failed to reach.
+func TestNeedsWorkload(t *testing.T) {
+	m30 := 30 * time.Minute
+	notReady := diagnosetest.Machine{Name: "c-cp-a", ControlPlane: true, Phase: "Running", DataSecret: true, ProviderID: "docker:////c-cp-a", NodeName: "c-cp-a",
+		Conditions: []diagnosetest.C{{Type: "NodeReady", Status: "Unknown", Reason: "NodeStatusUnknown", Ago: m30}}}
+	ready := notReady
+	ready.Conditions = []diagnosetest.C{{Type: "NodeReady", Status: "True", Reason: "NodeReady", Ago: m30}}
+	noCondition := notReady
+	noCondition.Conditions = nil
+	notJoined := diagnosetest.Machine{Name: "c-md-a", Phase: "Provisioned", DataSecret: true, ProviderID: "docker:////c-md-a",
+		Conditions: []diagnosetest.C{{Type: "InfrastructureReady", Status: "True", Reason: "Ready", Ago: m30}}}
+	pending := diagnosetest.Machine{Name: "c-md-a", Phase: "Pending", Conditions: []diagnosetest.C{{Type: "BootstrapConfigReady", Status: "False", Reason: "NotReady", Ago: m30}}}
+	probeFailed := diagnosetest.C{Type: "RemoteConnectionProbe", Status: "False", Reason: "ProbeFailed", Ago: m30}
+	for _, tc := range []struct {
+		name  string
+		build func(*diagnosetest.Cluster)
+		want  bool
+	}{
+		{"no machines", func(*diagnosetest.Cluster) {}, false},
+		{"Node Ready", func(cl *diagnosetest.Cluster) { cl.AddMachine(ready) }, false},
+		{"pending machine", func(cl *diagnosetest.Cluster) { cl.AddMachine(pending) }, false},
+		{"Node not Ready", func(cl *diagnosetest.Cluster) { cl.AddMachine(notReady) }, true},
+		{"Node state not reported", func(cl *diagnosetest.Cluster) { cl.AddMachine(noCondition) }, true},
+		{"Node not joined", func(cl *diagnosetest.Cluster) { cl.AddMachine(notJoined) }, true},
+		{"Node not Ready, probe failed", func(cl *diagnosetest.Cluster) { cl.AddMachine(notReady).SetCondition(probeFailed) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := diagnosetest.NewCluster("ns", "c")
+			tc.build(cl)
+			in, err := diagnose.NewInput(snapshotOf(cl), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Now, in.StuckAfter = diagnosetest.Now, diagnose.DefaultStuckAfter
+			if got := in.NeedsWorkload(); got != tc.want {
+				t.Errorf("NeedsWorkload = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,9 @@ func FetchWorkload(ctx context.Context, c client.Client, namespace, name string,
 	if timeout <= 0 {
 		timeout = DefaultWorkloadTimeout
 	}
+	// The budget covers the kubeconfig Secret's read as well as the workload API server's.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	w := &Workload{}
 	res, err := kubeconfig.Get(ctx, c, namespace, name)
 	if err != nil {
@@ -46,9 +49,6 @@ func FetchWorkload(ctx context.Context, c client.Client, namespace, name string,
 		w.Error = fmt.Sprintf("building a client for the workload API server %s: %v", cfg.Host, err)
 		return w
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
