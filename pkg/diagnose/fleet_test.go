@@ -22,13 +22,16 @@ import (
 // not read, what only a read can find is taken out of the per-cluster report first: the
 // workload-cluster-unreachable warning and the evidence of capctl's own failed read.
 // wantRead are the namespaces whose workload cluster the fleet must have read.
-func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.Env, timeout time.Duration, wantRead []string) *diagnose.FleetReport {
+// It returns the fleet report and the fleet's management-side requests.
+func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.Env, timeout time.Duration, wantRead []string) (*diagnose.FleetReport, int64) {
 	t.Helper()
+	before := mgmt.Client.Requests()
 	fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.FleetOptions{AllNamespaces: true,
 		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	requests := mgmt.Client.Requests() - before
 	var read []string
 	for _, row := range fr.Clusters {
 		if row.Error != "" {
@@ -69,7 +72,7 @@ func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.
 	if strings.Join(read, ",") != strings.Join(wantRead, ",") {
 		t.Errorf("workload clusters read: %v, want %v", read, wantRead)
 	}
-	return fr
+	return fr, requests
 }
 
 // withoutOwnRead is a report as it is without reading the workload cluster.
@@ -119,9 +122,7 @@ func testFleetOnAPIServer(ctx context.Context, t *testing.T, mgmt *testenv.Env) 
 
 	wantRead := []string{"notjoined", "nocni", "drain", "deleting", "notready", "silent"}
 	const timeout = 2 * time.Second
-	before := mgmt.Client.Requests()
-	fr := checkFleetMatchesClusters(ctx, t, mgmt, timeout, wantRead)
-	first := mgmt.Client.Requests() - before
+	fr, first := checkFleetMatchesClusters(ctx, t, mgmt, timeout, wantRead)
 	for _, r := range fr.Clusters {
 		if r.Namespace == "silent" {
 			want := fmt.Sprintf("no answer within %s", timeout)
@@ -139,7 +140,7 @@ func testFleetOnAPIServer(ctx context.Context, t *testing.T, mgmt *testenv.Env) 
 	for i := 0; i < 10; i++ {
 		diagnosetest.NewCluster(fmt.Sprintf("more-%02d", i), "c").Create(ctx, t, mgmt)
 	}
-	before = mgmt.Client.Requests()
+	before := mgmt.Client.Requests()
 	if _, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.FleetOptions{AllNamespaces: true,
 		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}}); err != nil {
 		t.Fatal(err)
