@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -120,4 +121,44 @@ func LoadAverage() string {
 		return strings.Join(f[:3], " ")
 	}
 	return "unknown"
+}
+
+// BenchChild runs a command against the API server once to warm it, then runs times measured,
+// and reports the medians of seconds, the requests the server served (less the metrics reads)
+// and the child's peak RSS, with the load average. Its output must be a header and rows lines;
+// okExit are exit codes that end a run normally besides 0 (diagnose's "problems found").
+func (e *Env) BenchChild(b *testing.B, runs, rows int, okExit []int, command func() *exec.Cmd) {
+	b.Helper()
+	once := func() (float64, float64, float64) {
+		before := e.ServedRequests(b)
+		start := time.Now()
+		out, peak, err := RunSampled(command())
+		seconds := time.Since(start).Seconds()
+		if err != nil {
+			var exit *exec.ExitError
+			ok := false
+			if errors.As(err, &exit) {
+				for _, c := range okExit {
+					ok = ok || exit.ExitCode() == c
+				}
+			}
+			if !ok {
+				b.Fatalf("%v\n%s", err, out)
+			}
+		}
+		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != rows+1 {
+			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, rows, out)
+		}
+		return seconds, float64(e.ServedRequests(b) - before - 1), peak
+	}
+	once()
+	var secs, reqs, rss []float64
+	for i := 0; i < runs; i++ {
+		s, r, p := once()
+		secs, reqs, rss = append(secs, s), append(reqs, r), append(rss, p)
+	}
+	b.ReportMetric(Median(secs), "s/op")
+	b.ReportMetric(Median(reqs), "served/op")
+	b.ReportMetric(Median(rss), "peak-RSS-MiB")
+	b.Logf("runs %v s, load %s", secs, LoadAverage())
 }

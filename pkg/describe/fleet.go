@@ -20,17 +20,9 @@ import (
 // A referenced object that the list of its kind does not hold is reported missing, with the
 // message Fetch gives for it; a reference to another namespace than the listed one is read by GET.
 func FetchFleet(ctx context.Context, c Reader, opts SummaryOptions) ([]*Snapshot, error) {
-	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
-	clusterGVK, ok, err := d.servedGVK(coreGroup, "Cluster")
+	d, clusterGVK, ns, err := fleetScope(c, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, ErrCAPINotInstalled
-	}
-	ns := opts.Namespace
-	if opts.AllNamespaces {
-		ns = ""
 	}
 	var clusters, machines, mds, mss, mps, mhcs []unstructured.Unstructured
 	g, gctx := errgroup.WithContext(ctx)
@@ -54,11 +46,8 @@ func FetchFleet(ctx context.Context, c Reader, opts SummaryOptions) ([]*Snapshot
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if len(clusters) == 0 && !opts.AllNamespaces {
-		nf := (&discoverer{c: c, opts: Options{Namespace: ns}}).notFound(ctx, clusterGVK)
-		if _, isNS := nf.(*NamespaceNotFoundError); isNS {
-			return nil, nf
-		}
+	if err := d.namespaceExists(ctx, clusterGVK, clusters, opts); err != nil {
+		return nil, err
 	}
 
 	type clusterKey struct{ namespace, name string }

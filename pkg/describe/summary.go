@@ -75,27 +75,16 @@ const summaryKindLimit = 4
 // than in one request (measured on envtest's kube-apiserver v1.37 on a loaded machine). Why is not
 // settled: the server's metrics show later pages served from its watch cache, not from etcd.
 func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSummary, error) {
-	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
-	gvk, ok, err := d.servedGVK(coreGroup, "Cluster")
+	d, gvk, ns, err := fleetScope(c, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, ErrCAPINotInstalled
-	}
-	ns := opts.Namespace
-	if opts.AllNamespaces {
-		ns = ""
 	}
 	clusters, err := d.listGVK(ctx, gvk, ns, nil)
 	if err != nil {
 		return nil, err
 	}
-	if len(clusters) == 0 && !opts.AllNamespaces {
-		nf := (&discoverer{c: c, opts: Options{Namespace: ns}}).notFound(ctx, gvk)
-		if _, isNS := nf.(*NamespaceNotFoundError); isNS {
-			return nil, nf
-		}
+	if err := d.namespaceExists(ctx, gvk, clusters, opts); err != nil {
+		return nil, err
 	}
 
 	// Control planes of clusters without a topology version, listed per kind.
@@ -147,6 +136,36 @@ func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSum
 		return out[i].Name < out[j].Name
 	})
 	return out, nil
+}
+
+// fleetScope is where a fleet read starts: the served Cluster kind and the namespace to list
+// ("" for all namespaces).
+func fleetScope(c Reader, opts SummaryOptions) (*discoverer, schema.GroupVersionKind, string, error) {
+	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
+	gvk, ok, err := d.servedGVK(coreGroup, "Cluster")
+	if err != nil {
+		return nil, gvk, "", err
+	}
+	if !ok {
+		return nil, gvk, "", ErrCAPINotInstalled
+	}
+	if opts.AllNamespaces {
+		return d, gvk, "", nil
+	}
+	return d, gvk, opts.Namespace, nil
+}
+
+// namespaceExists says, when a namespace holds no Cluster, whether that is because the namespace
+// does not exist (an error) rather than an empty namespace (no rows).
+func (d *discoverer) namespaceExists(ctx context.Context, gvk schema.GroupVersionKind, clusters []unstructured.Unstructured, opts SummaryOptions) error {
+	if len(clusters) > 0 || opts.AllNamespaces {
+		return nil
+	}
+	nf := (&discoverer{c: d.c, opts: Options{Namespace: opts.Namespace}}).notFound(ctx, gvk)
+	if _, isNS := nf.(*NamespaceNotFoundError); isNS {
+		return nf
+	}
+	return nil
 }
 
 // SummaryRow is the row of one Cluster (read at any served version); controlPlaneVersion is its

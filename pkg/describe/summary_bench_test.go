@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,32 +122,8 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 	})
 }
 
-// runChild runs the command once to warm the API server, then DESCRIBE_BENCH_RUNS (3) times
-// measured, and reports the medians. Its output must have a header and one row per cluster.
+// runChild measures a command over the fleet (testenv.BenchChild): one row per cluster.
 func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.Cmd) {
 	b.Helper()
-	once := func() (float64, float64, float64) {
-		before := fe.ServedRequests(b)
-		start := time.Now()
-		out, peak, err := testenv.RunSampled(command())
-		seconds := time.Since(start).Seconds()
-		if err != nil {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != clusters+1 {
-			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, clusters, out)
-		}
-		// Less the metrics read itself.
-		return seconds, float64(fe.ServedRequests(b) - before - 1), peak
-	}
-	once()
-	var secs, reqs, rss []float64
-	for i := 0; i < benchRuns(b); i++ {
-		s, r, p := once()
-		secs, reqs, rss = append(secs, s), append(reqs, r), append(rss, p)
-	}
-	b.ReportMetric(testenv.Median(secs), "s/op")
-	b.ReportMetric(testenv.Median(reqs), "served/op")
-	b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
-	b.Logf("runs %v s, load %s", secs, testenv.LoadAverage())
+	fe.BenchChild(b, benchRuns(b), clusters, nil, command)
 }

@@ -3,7 +3,6 @@ package diagnose_test
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,33 +167,9 @@ func fleetBenchRuns(tb testing.TB) int {
 	return 3
 }
 
-// runFleetChild runs the command once to warm the API server, then DIAGNOSE_BENCH_RUNS times
-// measured, and reports the medians. Its output must have a header and one row per cluster; exit
-// code 2 (problems found) is the expected end of a diagnosis of this fleet.
+// runFleetChild measures a command over the fleet (testenv.BenchChild): one row per cluster,
+// exit code 2 (problems found) being the expected end of a diagnosis of this fleet.
 func runFleetChild(b *testing.B, mgmt *testenv.Env, clusters int, command func() *exec.Cmd) {
 	b.Helper()
-	once := func() (float64, float64, float64) {
-		before := mgmt.ServedRequests(b)
-		start := time.Now()
-		out, peak, err := testenv.RunSampled(command())
-		seconds := time.Since(start).Seconds()
-		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 2) {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != clusters+1 {
-			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, clusters, out)
-		}
-		return seconds, float64(mgmt.ServedRequests(b) - before - 1), peak
-	}
-	once()
-	var secs, reqs, rss []float64
-	for i := 0; i < fleetBenchRuns(b); i++ {
-		s, r, p := once()
-		secs, reqs, rss = append(secs, s), append(reqs, r), append(rss, p)
-	}
-	b.ReportMetric(testenv.Median(secs), "s/op")
-	b.ReportMetric(testenv.Median(reqs), "served/op")
-	b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
-	b.Logf("runs %v s, load %s", secs, testenv.LoadAverage())
+	mgmt.BenchChild(b, fleetBenchRuns(b), clusters, []int{2}, command)
 }
