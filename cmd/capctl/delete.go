@@ -126,9 +126,16 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 	if o.DryRun {
 		fmt.Fprintln(o.IO.ErrOut, "Dry run: nothing was deleted.")
 		if structured {
-			return output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan})
+			if err := output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan}); err != nil {
+				return err
+			}
 		}
-		return nil
+		// A dry run of an incomplete plan says the real run would refuse.
+		return plan.Complete()
+	}
+	// Refused before anyone is asked to confirm a plan that is not the whole truth.
+	if err := plan.Complete(); err != nil {
+		return err
 	}
 	if err := o.confirm(plan); err != nil {
 		return err

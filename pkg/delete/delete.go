@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
@@ -99,8 +100,11 @@ type Plan struct {
 	CertManager CertManagerPlan `json:"certManager"`
 	// Remaining are the inventory entries that stay installed.
 	Remaining []inventory.Provider `json:"remaining,omitempty"`
-	// Warnings are types that could not be listed (their objects, if any, are not deleted).
+	// Warnings are facts the user should know before confirming.
 	Warnings []string `json:"warnings,omitempty"`
+	// Unlisted are the kinds that could not be listed: a plan with any is incomplete, and Apply
+	// refuses it (see complete.go).
+	Unlisted []authz.Unreadable `json:"unlisted,omitempty"`
 	// ListedTypes is how many API types were listed to find the components.
 	ListedTypes int `json:"listedTypes"`
 }
@@ -273,19 +277,19 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 		}
 	}
 
-	types, warnings, err := listableTypes(c.Discovery, excluded)
+	types, unlisted, err := listableTypes(c.Discovery, excluded)
 	if err != nil {
 		return nil, err
 	}
-	plan.Warnings = append(plan.Warnings, warnings...)
+	plan.Unlisted = append(plan.Unlisted, unlisted...)
 	plan.ListedTypes = len(types)
 
 	sel, err := componentSelector(selected, opts.IncludeCertManager)
 	if err != nil {
 		return nil, err
 	}
-	found, warnings := listAll(ctx, c, types, sel, opts.concurrency())
-	plan.Warnings = append(plan.Warnings, warnings...)
+	found, unlisted := listAll(ctx, c, types, sel, opts.concurrency())
+	plan.Unlisted = append(plan.Unlisted, unlisted...)
 
 	// Sort components to their provider, applying clusterctl's keep rules.
 	plans := map[string]*ProviderPlan{}
@@ -394,16 +398,17 @@ func componentSelector(selected []inventory.Provider, withCertManager bool) (lab
 
 // listableTypes returns the preferred version of every type that supports list and delete,
 // minus provider CRD kinds and event types (never components).
-func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupResource]bool) ([]apiType, []string, error) {
+func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupResource]bool) ([]apiType, []authz.Unreadable, error) {
 	lists, err := d.ServerPreferredResources()
-	var warnings []string
+	var unlisted []authz.Unreadable
 	if err != nil {
 		var gdf *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &gdf) {
 			return nil, nil, fmt.Errorf("discovering the API types of the management cluster: %w", err)
 		}
+		// A group that cannot be discovered hides its kinds: the search would be incomplete.
 		for gv, e := range gdf.Groups {
-			warnings = append(warnings, fmt.Sprintf("API group %s could not be discovered (%v): its objects were not searched", gv, e))
+			unlisted = append(unlisted, authz.NewUnreadable("*."+gv.Group, "", "get (discovery of "+gv.String()+")", e))
 		}
 	}
 	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists)
@@ -424,16 +429,15 @@ func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupReso
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].gvk.String() < out[j].gvk.String() })
-	sort.Strings(warnings)
-	return out, warnings, nil
+	return out, unlisted, nil
 }
 
 // listAll lists every type once (all namespaces, metadata only) with the selector, in parallel.
-func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []string) {
+func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []authz.Unreadable) {
 	var (
 		mu       sync.Mutex
 		found    []listedObject
-		warnings []string
+		unlisted []authz.Unreadable
 		g        errgroup.Group
 	)
 	g.SetLimit(concurrency)
@@ -445,8 +449,8 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("could not list %s (%v): its objects were not searched", t.resource+"."+t.gvk.Group, err))
-				return nil // a warning, not a failure: the other kinds are still searched
+				unlisted = append(unlisted, authz.NewUnreadable(t.resource+"."+t.gvk.Group, "", "list", err))
+				return nil // every kind is still listed, so the refusal names all that could not be
 			}
 			for _, it := range list.Items {
 				found = append(found, listedObject{
@@ -460,8 +464,7 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 	}
 	_ = g.Wait() // the goroutines report through warnings
 	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
-	sort.Strings(warnings)
-	return found, warnings
+	return found, unlisted
 }
 
 // checkNoObjects refuses --include-crd while objects of the selected providers' CRDs exist
@@ -637,6 +640,9 @@ type Progress func(done, total int, o Object, err error)
 // Apply deletes what the plan lists: per provider its components, then (only if all of them
 // went) its inventory entry, so a failed delete can simply be run again; then cert-manager.
 func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, progress Progress) (*Result, error) {
+	if err := plan.Complete(); err != nil {
+		return nil, err
+	}
 	if concurrency <= 0 {
 		concurrency = 8
 	}

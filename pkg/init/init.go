@@ -248,8 +248,18 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	// 5. The first writes: the inventory CRD (in the background: only the inventory entries need
-	// it) and clusterctl's cert-manager probe, which decides whether cert-manager is installed.
+	// 5. The first writes: the init lock (another init running at once would race this one's
+	// cert-manager probe and installs), the inventory CRD (in the background: only the inventory
+	// entries need it) and clusterctl's cert-manager probe, which decides whether cert-manager is
+	// installed.
+	if !opts.DryRun {
+		lk, lctx, err := lockInit(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		defer lk.Release(ctx)
+		ctx = lctx
+	}
 	crd := ensureInventoryCRD(ctx, c, opts.DryRun)
 	defer crd.wait()
 	cm, err := certmanager.Decide(ctx, c, certmanager.Options{

@@ -94,11 +94,20 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	if err != nil {
 		return rep, fmt.Errorf("source cluster %s: %w", src.Config.Host, err)
 	}
+	lk, lctx, err := acquireLock(ctx, src, []string{journalNamespace(opts.Scope)}, "backup", dir, opts)
+	if err != nil {
+		return rep, err
+	}
+	defer lk.Release(ctx)
+	ctx = lctx
 	js, err := listJournals(ctx, src)
 	if err != nil {
 		return rep, err
 	}
 	for _, j := range js {
+		if j.Phase != phaseBackup && j.namespace != journalNamespace(opts.Scope) && overlaps(j, opts.Scope) {
+			return rep, fmt.Errorf("%s (journal %s/%s); finish it before backing up %s", j.unfinished(), j.namespace, JournalName, opts.Scope)
+		}
 		if j.Phase == phaseBackup {
 			w, err := settleBackup(ctx, src, j, journalNamespace(opts.Scope), opts)
 			if err != nil {
@@ -110,7 +119,7 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 		}
 	}
 	rep.Scope = opts.Scope
-	g, err := Discover(ctx, src, opts.Scope)
+	g, err := discoverLocked(ctx, src, opts.Scope, lk)
 	if err != nil {
 		return rep, err
 	}
@@ -392,6 +401,16 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 		return rep, err
 	}
 	rep.Warnings = append(rep.Warnings, sanitize(g)...)
+	// A restore locks the namespaces it fills (creating them first, as it would anyway).
+	if err := ensureNamespaces(ctx, dst, g.Moved()); err != nil {
+		return rep, err
+	}
+	lk, lctx, err := acquireLock(ctx, dst, graphNamespaces(g), "restore", dst.Config.Host+" from "+dir, Options{Scope: man.Scope, LockDuration: opts.LockDuration, Now: opts.Now})
+	if err != nil {
+		return rep, err
+	}
+	defer lk.Release(ctx)
+	ctx = lctx
 	existing, err := listMovedKinds(ctx, dst, g)
 	if err != nil {
 		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)

@@ -55,6 +55,8 @@ type Options struct {
 	Now func() time.Time
 	// PollInterval of the block-move wait (default 1 s).
 	PollInterval time.Duration
+	// LockDuration is how long a namespace lock lasts unrenewed (default DefaultLockDuration).
+	LockDuration time.Duration
 }
 
 func (o *Options) defaults() {
@@ -187,6 +189,15 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 			ErrSameCluster, src.Config.Host, src.KubeconfigPath, dst.Config.Host, dst.KubeconfigPath)
 	}
 
+	// The namespace lock comes before the journal is read: what the journal says (and what the
+	// source holds) only stays true while no other capctl run works on the namespace.
+	lk, lctx, err := acquireLock(ctx, src, lockNamespaces(ctx, src, opts.Scope, opts.Resume && anywhere), "move", dst.Config.Host, opts)
+	if err != nil {
+		return rep, err
+	}
+	defer lk.Release(ctx)
+	ctx = lctx
+
 	j, warnings, err := openJournal(ctx, src, opts, anywhere)
 	rep.Warnings = append(rep.Warnings, warnings...)
 	if err != nil {
@@ -194,6 +205,9 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	}
 	if j != nil {
 		opts.Scope = j.Scope
+		if err := lk.Add(ctx, []string{j.namespace}); err != nil {
+			return rep, err
+		}
 	}
 	if j != nil && j.TargetID != dstID {
 		if !opts.RestartTarget {
@@ -221,10 +235,14 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 			log.Info("Resuming an unfinished move (nothing was deleted yet: reading the source again)", "moveID", j.MoveID, "started", j.Started.Format(time.RFC3339))
 		}
 		log.Info("Discovering Cluster API objects", "scope", opts.Scope.String())
-		if g, err = Discover(ctx, src, opts.Scope); err != nil {
+		if g, err = discoverLocked(ctx, src, opts.Scope, lk); err != nil {
 			return rep, err
 		}
 		rep.Warnings = append(rep.Warnings, sanitize(g)...)
+	}
+	// Every namespace of the graph is locked before anything is paused.
+	if err := lk.Add(ctx, graphNamespaces(g)); err != nil {
+		return rep, err
 	}
 	rep.Resumed = j != nil
 	rep.Scope = opts.Scope
@@ -383,6 +401,19 @@ func openJournal(ctx context.Context, src *cluster.Client, opts Options, anywher
 	}
 	if j != nil && !opts.Resume && !sameScope(j.Scope, opts.Scope) {
 		return nil, warnings, fmt.Errorf("%s; finish it before moving %s", j.unfinished(), opts.Scope)
+	}
+	scope := opts.Scope
+	if j != nil {
+		scope = j.Scope
+	}
+	// Any other unfinished move over the same objects (a -A move's journal lives in "default",
+	// a namespace's in that namespace) wins: moving its objects elsewhere would leave its target
+	// with paused copies and two targets owning one infrastructure.
+	for _, m := range moves {
+		if m != j && overlaps(m, scope) {
+			return nil, warnings, fmt.Errorf("%s (journal %s/%s); this run (%s) would move the same objects elsewhere: finish that move first with `capctl move --resume -n %s --to-kubeconfig <its target>`",
+				m.unfinished(), m.namespace, JournalName, scope, m.namespace)
+		}
 	}
 	return j, warnings, nil
 }
