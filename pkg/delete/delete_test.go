@@ -71,7 +71,10 @@ func names(objs []Object) string {
 }
 
 // SetupProviders installs the fixture components and their inventory into a fresh server.
-func setupProviders(t *testing.T) *cluster.Client {
+func setupProviders(t *testing.T) *cluster.Client { return setupProvidersEnv(t).Client }
+
+// setupProvidersEnv is setupProviders returning the server (to add users to it).
+func setupProvidersEnv(t *testing.T) *testenv.Env {
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()
@@ -91,7 +94,7 @@ func setupProviders(t *testing.T) *cluster.Client {
 	createWhenServed(t, c, cr("cert-manager.io/v1", "Issuer", "capd-system", "capd-selfsigned-issuer", dockerLabels))
 	createWhenServed(t, c, cr("cert-manager.io/v1", "Issuer", "default", "users-issuer", nil))
 	createWhenServed(t, c, cr("infrastructure.cluster.x-k8s.io/v1beta2", "DockerCluster", "default", "workload", nil))
-	return c
+	return env
 }
 
 func TestDeleteAgainstAPIServer(t *testing.T) {

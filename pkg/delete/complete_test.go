@@ -1,0 +1,165 @@
+package deletion
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cluster"
+)
+
+// clusterState digests what delete could change: every clusterctl-labelled object of every
+// listable kind with its resourceVersion (inventory entries, RBAC, cert-manager objects and CRDs
+// included), as the admin sees it.
+func clusterState(t *testing.T, c *cluster.Client) string {
+	t.Helper()
+	if cd, ok := c.Discovery.(interface{ Invalidate() }); ok {
+		cd.Invalidate()
+	}
+	types, unlisted, err := listableTypes(c.Discovery, nil)
+	if err != nil || len(unlisted) > 0 {
+		t.Fatalf("the admin cannot list everything: %v %v", err, unlisted)
+	}
+	found, unlisted := listAll(context.Background(), c, types, labels.Everything(), 8)
+	if len(unlisted) > 0 {
+		t.Fatalf("the admin cannot list everything: %v", unlisted)
+	}
+	var lines []string
+	for _, o := range found {
+		if _, ok := o.labels["clusterctl.cluster.x-k8s.io"]; ok || o.GVK.Kind == "CustomResourceDefinition" {
+			lines = append(lines, o.String())
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// grantAllBut binds user to a ClusterRole with every verb on every discovered resource, except
+// the verbs dropped for one resource ("roles.rbac.authorization.k8s.io": {"list"}).
+func grantAllBut(t *testing.T, c *cluster.Client, user, resource string, dropped ...string) {
+	t.Helper()
+	ctx := context.Background()
+	lists, err := c.Discovery.ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	var rules []rbacv1.PolicyRule
+	for _, l := range lists {
+		group := strings.Split(l.GroupVersion, "/")[0]
+		if !strings.Contains(l.GroupVersion, "/") {
+			group = ""
+		}
+		for _, r := range l.APIResources {
+			verbs := all
+			if name := strings.TrimSuffix(r.Name+"."+group, "."); name == resource {
+				verbs = nil
+				for _, v := range all {
+					if !contains(dropped, v) {
+						verbs = append(verbs, v)
+					}
+				}
+			}
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{r.Name}, Verbs: verbs})
+		}
+	}
+	name := "test-" + user
+	if err := c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, c, user, name)
+}
+
+func bind(t *testing.T, c client.Client, user, role string) {
+	t.Helper()
+	if err := c.Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-" + user + "-" + role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeleteRefusesAnIncompleteView: `delete --all` by a user who cannot list one kind (Roles),
+// and by a viewer, refuses before the first delete, naming the kind and the verb, with a
+// ClusterRole snippet granting it; the cluster is unchanged. It used to delete what it saw and
+// every inventory entry. An operator with every permission deletes.
+func TestDeleteRefusesAnIncompleteView(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	env := setupProvidersEnv(t)
+	admin := env.Client
+	ctx := context.Background()
+	all := Options{All: true, IncludeCertManager: false}
+	before := clusterState(t, admin)
+
+	cases := []struct {
+		user, role string
+		incomplete bool // refused as an incomplete view (a viewer is refused earlier: it cannot read the inventory)
+		want       []string
+	}{
+		{user: "no-list-roles", incomplete: true, want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}},
+		{user: "viewer", role: "view", want: []string{"forbidden", "providers"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.user, func(t *testing.T) {
+			if tc.role == "" {
+				grantAllBut(t, admin, tc.user, "roles.rbac.authorization.k8s.io", "list")
+			} else {
+				bind(t, admin, tc.user, tc.role)
+			}
+			c := env.User(t, tc.user)
+			plan, err := BuildPlan(ctx, c, all)
+			if err == nil {
+				_, err = Apply(ctx, c, plan, 0, nil)
+			}
+			var ie *authz.IncompleteError
+			if err == nil || tc.incomplete != errors.As(err, &ie) {
+				t.Fatalf("delete --all: want a refusal (incomplete view: %v), got %v", tc.incomplete, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal does not say %q:\n%v", w, err)
+				}
+			}
+			if after := clusterState(t, admin); after != before {
+				t.Fatalf("the refused delete changed the cluster:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+
+	t.Run("operator", func(t *testing.T) {
+		grantAllBut(t, admin, "operator", "")
+		c := env.User(t, "operator")
+		plan, err := BuildPlan(ctx, c, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Unlisted) != 0 {
+			t.Fatalf("an operator with every permission sees an incomplete view: %v", plan.Unlisted)
+		}
+		if _, err := Apply(ctx, c, plan, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if after := clusterState(t, admin); after == before {
+			t.Fatal("the operator's delete changed nothing")
+		}
+	})
+}
