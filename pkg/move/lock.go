@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,8 +25,13 @@ var ErrLocked = lease.ErrLocked
 
 // acquireLock locks namespaces in c for one operation of this move run.
 func acquireLock(ctx context.Context, c client.Client, namespaces []string, operation, target string, opts Options) (*lease.Set, context.Context, error) {
-	return lease.Acquire(ctx, c, namespaces, lease.Info{Name: LockName, Labels: map[string]string{JournalLabel: ""},
+	lk, lctx, err := lease.Acquire(ctx, c, namespaces, lease.Info{Name: LockName, Labels: map[string]string{JournalLabel: ""},
 		Operation: operation, Target: target, Scope: opts.Scope.String(), Duration: opts.LockDuration, Now: opts.Now})
+	if apierrors.IsNotFound(err) {
+		// The Lease could not be created: its namespace does not exist.
+		return nil, ctx, fmt.Errorf("%w: namespace %s does not exist in the source cluster (%v); pass -n with an existing namespace or -A", ErrNamespaceNotFound, strings.Join(namespaces, ", "), err)
+	}
+	return lk, lctx, err
 }
 
 // graphNamespaces are the namespaces of a graph's namespaced objects.

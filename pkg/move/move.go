@@ -260,6 +260,9 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	if err := Preflight(ctx, src, dst, g); err != nil {
 		return rep, err
 	}
+	if err := checkPermissions(ctx, src, dst, g, opts.Scope); err != nil {
+		return rep, err
+	}
 	// What the target holds of the graph: a fresh move (or a restart into a new target) never
 	// overwrites it; a resumed one brings it up to date.
 	existing, err := listMovedKinds(ctx, dst, g)

@@ -1,0 +1,185 @@
+package authz
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Side is the cluster a rule applies to.
+type Side string
+
+// The clusters a command talks to.
+const (
+	Management Side = "management cluster"
+	Source     Side = "source cluster"
+	Target     Side = "target cluster"
+)
+
+// Scope says where a rule's verbs are needed.
+type Scope string
+
+// Scopes of a rule.
+const (
+	ClusterWide Scope = "cluster-wide"
+	// InNamespace: in the namespace the command works on (moved, or a provider's).
+	InNamespace Scope = "namespace"
+)
+
+// Every* are placeholders a command expands at run time from what it found.
+const (
+	// EveryMovedKind: every kind of the move graph (Cluster API kinds and those labelled for move).
+	EveryMovedKind = "<every moved kind>"
+	// EveryListableKind: every kind the server serves with list and delete (delete searches them
+	// all for the providers' components).
+	EveryListableKind = "<every listable kind>"
+	// EveryComponentKind: every kind of the providers' components (Deployments, RBAC, CRDs, ...).
+	EveryComponentKind = "<every component kind>"
+)
+
+// Rule is verbs on resources of one group, on one side, in one scope.
+type Rule struct {
+	Side      Side
+	Group     string
+	Resources []string
+	Verbs     []string
+	Scope     Scope
+	Why       string
+}
+
+// Command is one capctl command's permissions.
+type Command struct {
+	Name  string
+	Rules []Rule
+}
+
+// Commands is the one table of what each command needs. The preflights check it and
+// docs/guides/permissions.md is generated from it (TestPermissionsDocIsUpToDate).
+var Commands = []Command{
+	{Name: "init", Rules: []Rule{
+		{Management, "coordination.k8s.io", []string{"leases"}, []string{"get", "create", "update", "delete"}, ClusterWide, "the init lock (kube-system)"},
+		{Management, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"get", "list", "create", "update", "patch"}, ClusterWide, "the inventory"},
+		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get", "list", "create", "update", "patch"}, ClusterWide, "the inventory CRD and the providers' CRDs"},
+		{Management, "*", []string{EveryComponentKind}, []string{"get", "list", "create", "patch"}, ClusterWide, "server-side apply of cert-manager's and the providers' components"},
+		{Management, "cert-manager.io", []string{"issuers", "certificates"}, []string{"get", "create", "delete"}, ClusterWide, "cert-manager's readiness probe"},
+		{Management, "", []string{"namespaces"}, []string{"get", "list", "create", "delete"}, ClusterWide, "provider namespaces and the probe's namespace"},
+	}},
+	{Name: "upgrade apply", Rules: []Rule{
+		{Management, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"get", "list", "update", "patch"}, ClusterWide, "the inventory"},
+		{Management, "*", []string{EveryComponentKind}, []string{"get", "list", "create", "patch", "delete"}, ClusterWide, "old components deleted, new ones applied"},
+		{Management, "apps", []string{"deployments"}, []string{"get", "list", "patch", "update"}, ClusterWide, "old controllers scaled to 0 first"},
+	}},
+	{Name: "delete", Rules: []Rule{
+		{Management, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"get", "list", "delete"}, ClusterWide, "the inventory entries"},
+		{Management, "*", []string{EveryListableKind}, []string{"list"}, ClusterWide, "the search for every component: an incomplete one is refused"},
+		{Management, "*", []string{EveryComponentKind}, []string{"delete"}, ClusterWide, "the components found"},
+	}},
+	{Name: "move", Rules: []Rule{
+		{Source, "coordination.k8s.io", []string{"leases"}, []string{"get", "create", "update", "delete"}, InNamespace, "the namespace lock"},
+		{Source, "", []string{"configmaps", "secrets"}, []string{"get", "list", "create", "update", "delete", "deletecollection"}, InNamespace, "the journal and its copy of the objects"},
+		{Source, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"list"}, ClusterWide, "the moved kinds"},
+		{Source, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"list"}, ClusterWide, "the providers to compare"},
+		{Source, "*", []string{EveryMovedKind}, []string{"get", "list", "patch", "update", "delete"}, InNamespace, "read, pause, strip finalizers, delete"},
+		{Target, "", []string{"namespaces"}, []string{"list", "create"}, ClusterWide, "the moved namespaces"},
+		{Target, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"list"}, ClusterWide, "the providers to compare"},
+		{Target, "*", []string{EveryMovedKind}, []string{"get", "list", "create", "patch", "update"}, InNamespace, "create paused, verify, unpause"},
+	}},
+	{Name: "rollout", Rules: []Rule{
+		{Management, "cluster.x-k8s.io", []string{"machinedeployments", "machinepools"}, []string{"get", "list", "patch"}, InNamespace, "restart, pause, resume, undo"},
+		{Management, "controlplane.cluster.x-k8s.io", []string{"kubeadmcontrolplanes"}, []string{"get", "list", "patch"}, InNamespace, "restart a control plane"},
+		{Management, "cluster.x-k8s.io", []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
+		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},
+	}},
+}
+
+// Lookup finds a command's permissions.
+func Lookup(name string) (Command, error) {
+	var names []string
+	for _, c := range Commands {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	return Command{}, fmt.Errorf("no permission table for %q: choose one of %s", name, strings.Join(names, ", "))
+}
+
+// Expansion fills a command's placeholders and scopes.
+type Expansion struct {
+	// Namespace replaces InNamespace ("" for all namespaces).
+	Namespace string
+	// Kinds lists, per placeholder, the resources it stands for ("plural.group").
+	Kinds map[string][]string
+}
+
+// Permissions expands the rules of one side into the permissions to check. A placeholder with
+// no kinds known is checked as every resource of every group ("*").
+func (c Command) Permissions(side Side, x Expansion) []Permission {
+	var out []Permission
+	for _, r := range c.Rules {
+		if r.Side != side {
+			continue
+		}
+		ns := ""
+		if r.Scope == InNamespace {
+			ns = x.Namespace
+		}
+		for _, res := range r.Resources {
+			targets := [][2]string{{r.Group, res}}
+			if strings.HasPrefix(res, "<") {
+				targets = nil
+				for _, gr := range x.Kinds[res] {
+					g, rr := SplitResource(gr)
+					targets = append(targets, [2]string{g, rr})
+				}
+				if len(targets) == 0 {
+					targets = [][2]string{{"*", "*"}}
+				}
+			}
+			for _, t := range targets {
+				for _, v := range r.Verbs {
+					out = append(out, Permission{Group: t[0], Resource: t[1], Verb: v, Namespace: ns})
+				}
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// Sides are the clusters a command talks to, in order.
+func (c Command) Sides() []Side {
+	seen := map[Side]bool{}
+	var out []Side
+	for _, r := range c.Rules {
+		if !seen[r.Side] {
+			seen[r.Side] = true
+			out = append(out, r.Side)
+		}
+	}
+	return out
+}
+
+// Markdown renders the table as docs/guides/permissions.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("# Permissions of each command\n\n")
+	b.WriteString("Generated from `pkg/authz` (`go test ./pkg/authz -run TestPermissionsDocIsUpToDate -update`); do not edit.\n\n")
+	b.WriteString("`capctl auth can-i COMMAND` checks these on your clusters without changing anything " +
+		"(SelfSubjectAccessReview) and prints a ready Role/ClusterRole for what is missing. `namespace` " +
+		"means the namespace the command works on; `<...>` stands for kinds found at run time.\n\n")
+	b.WriteString("Destructive commands refuse an incomplete view: `delete` names every kind it could not list, " +
+		"with the verb, before the first delete. `move` and `delete` check these permissions before their first write.\n")
+	cmds := append([]Command(nil), Commands...)
+	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\n## capctl %s\n\n| cluster | API group | resources | verbs | where | why |\n|---|---|---|---|---|---|\n", c.Name)
+		for _, r := range c.Rules {
+			g := r.Group
+			if g == "" {
+				g = "core"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Side, g, strings.Join(r.Resources, ", "), strings.Join(r.Verbs, ", "), r.Scope, r.Why)
+		}
+	}
+	return b.String()
+}
