@@ -36,7 +36,10 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 		errs := make([]error, 2)
 		for k := range 2 {
 			wg.Add(1)
-			go func() { defer wg.Done(); sets[k], _, errs[k] = lease.Acquire(ctx, c, []string{metav1.NamespaceSystem}, info) }()
+			go func() {
+				defer wg.Done()
+				sets[k], _, errs[k] = lease.Acquire(ctx, c, []string{metav1.NamespaceSystem}, info)
+			}()
 		}
 		wg.Wait()
 		won := 0
