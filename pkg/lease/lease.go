@@ -265,12 +265,7 @@ func (l *Set) renewLoop(ctx context.Context) {
 }
 
 func (l *Set) renew(ctx context.Context) error {
-	l.mu.Lock()
-	nss := make([]string, 0, len(l.leases))
-	for ns := range l.leases {
-		nss = append(nss, ns)
-	}
-	l.mu.Unlock()
+	nss := l.Namespaces()
 	for _, ns := range nss {
 		l.mu.Lock()
 		lease := l.leases[ns].DeepCopy()
@@ -313,12 +308,7 @@ func (l *Set) Release(ctx context.Context) {
 	<-l.done
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	l.mu.Lock()
-	nss := make([]string, 0, len(l.leases))
-	for ns := range l.leases {
-		nss = append(nss, ns)
-	}
-	l.mu.Unlock()
+	nss := l.Namespaces()
 	for _, ns := range nss {
 		l.releaseOne(rctx, ns)
 	}

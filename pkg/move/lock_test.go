@@ -108,15 +108,7 @@ func TestMoveRefusedWhileLocked(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("the backup was not refused by the lock: %v", err)
 	}
-	if after := snapshot(t, src.Client, ns); len(after) != len(before) {
-		t.Fatalf("the refused runs changed the source: %d objects before, %d after", len(before), len(after))
-	} else {
-		for k, o := range before {
-			if after[k] == nil || after[k].GetResourceVersion() != o.GetResourceVersion() {
-				t.Errorf("%s changed", k)
-			}
-		}
-	}
+	unchanged(t, before, snapshot(t, src.Client, ns))
 	if n := clustersIn(t, dst, ns); n != 0 {
 		t.Errorf("the refused move wrote %d Clusters into the target", n)
 	}

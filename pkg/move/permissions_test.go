@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/testenv"
 )
@@ -62,7 +63,15 @@ func TestMoveRefusedForAMissingTargetPermission(t *testing.T) {
 			t.Errorf("the refusal lacks %q:\n%v", want, err)
 		}
 	}
-	after := snapshot(t, src.Client, ns)
+	unchanged(t, before, snapshot(t, src.Client, ns))
+	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
+		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
+	}
+}
+
+// unchanged fails the test when a refused run changed an object of the snapshot.
+func unchanged(t *testing.T, before, after map[string]*unstructured.Unstructured) {
+	t.Helper()
 	if len(after) != len(before) {
 		t.Fatalf("source changed: %d objects before, %d after", len(before), len(after))
 	}
@@ -70,8 +79,5 @@ func TestMoveRefusedForAMissingTargetPermission(t *testing.T) {
 		if after[k] == nil || after[k].GetResourceVersion() != o.GetResourceVersion() {
 			t.Errorf("source object %s changed", k)
 		}
-	}
-	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
-		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
 	}
 }
