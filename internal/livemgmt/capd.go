@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// capdSlot is the host's one CAPD process. CAPD binds :19000 and 20000+ on every interface
+// capdSlot is the host's one CAPD process, on a shared network only (with a network namespace
+// per cluster each cluster's CAPD pod runs as its other managers do). CAPD binds :19000 and 20000+ on every interface
 // (not configurable), so one runs per machine: it reconciles the "home" management cluster (the
 // one its Cluster objects live on) and serves the webhooks of every management cluster of the
 // host (their capd-webhook-service EndpointSlices point at it). Other clusters' CAPD pods are
@@ -133,9 +139,16 @@ func (h *Host) stopCAPD() {
 	h.releaseLocked()
 }
 
-// MoveCAPD makes c CAPD's home: CAPD stops and starts again against c (from c's CAPD pod), as a
-// move's target takes over the infrastructure. It waits until CAPD is ready again.
+// MoveCAPD is what the harness does after a move to c: c's CAPD takes over the moved clusters'
+// in-memory infrastructure. With a namespace per cluster, c's own CAPD restarts (its pod is
+// deleted and its ReplicaSet makes a new one), since CAPD restores a workload cluster's listener
+// from the DevCluster's endpoint only when it starts; the source keeps its CAPD. On a shared
+// network the host's one CAPD stops and starts again against c. Either way it waits until
+// CAPD is ready again.
 func (h *Host) MoveCAPD(ctx context.Context, c *Cluster) error {
+	if c.ns != nil {
+		return c.RestartCAPD(ctx, 3*time.Minute)
+	}
 	h.mu.Lock()
 	h.capd.home = c
 	h.releaseLocked()
@@ -146,6 +159,9 @@ func (h *Host) MoveCAPD(ctx context.Context, c *Cluster) error {
 
 // WaitCAPD waits until CAPD runs against c and is ready.
 func (h *Host) WaitCAPD(ctx context.Context, c *Cluster, timeout time.Duration) error {
+	if c.ns != nil {
+		return c.waitCAPDPod(ctx, nil, timeout)
+	}
 	deadline := time.Now().Add(timeout)
 	for {
 		h.mu.Lock()
@@ -164,4 +180,122 @@ func (h *Host) WaitCAPD(ctx context.Context, c *Cluster, timeout time.Duration) 
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// RestartCAPD restarts c's CAPD pods, as `kubectl rollout restart` would, and waits for the new
+// one to be ready. It first checks that the in-memory clusters c holds can all be restored:
+// every CAPD advertises its workload API servers at 127.0.0.1 and numbers their ports from
+// 20000, so two clusters created on different management clusters can hold the same port, and
+// CAPD then refuses to restore either (a move's target must not already hold the port of a
+// cluster moved to it).
+func (c *Cluster) RestartCAPD(ctx context.Context, timeout time.Duration) error {
+	if err := c.checkWorkloadPorts(ctx); err != nil {
+		return err
+	}
+	pods, err := c.capdPods(ctx)
+	if err != nil {
+		return err
+	}
+	old := map[types.UID]bool{}
+	for i := range pods {
+		old[pods[i].UID] = true
+		if err := c.Client.Delete(ctx, &pods[i]); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("restarting CAPD on %s: %w", c.Name, err)
+		}
+	}
+	c.host.logf("CAPD restarting on management cluster %s", c.Name)
+	return c.waitCAPDPod(ctx, old, timeout)
+}
+
+// capdPods are the pods that run CAPD's manager on c.
+func (c *Cluster) capdPods(ctx context.Context) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		for _, ct := range p.Spec.Containers {
+			if name, _ := parseImage(ct.Image); imageLabels[name] == LabelDocker {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// waitCAPDPod waits until a CAPD pod of c that is not one of old is Ready.
+func (c *Cluster) waitCAPDPod(ctx context.Context, old map[types.UID]bool, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "no CAPD pod"
+	for {
+		pods, err := c.capdPods(ctx)
+		if err != nil {
+			last = err.Error()
+		}
+		for _, p := range pods {
+			if old[p.UID] || p.DeletionTimestamp != nil {
+				continue
+			}
+			last = fmt.Sprintf("pod %s/%s %s", p.Namespace, p.Name, p.Status.Phase)
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil {
+					last += ": " + cs.State.Waiting.Reason + " " + cs.State.Waiting.Message
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CAPD not ready on management cluster %s after %s: %s", c.Name, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// checkWorkloadPorts refuses when two in-memory DevClusters of c advertise the same endpoint.
+func (c *Cluster) checkWorkloadPorts(ctx context.Context) error {
+	m, err := c.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "DevCluster"})
+	if err != nil {
+		return nil // CAPD's CRDs are not installed: nothing to restore
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind("DevClusterList"))
+	if err := c.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("listing DevClusters on %s: %w", c.Name, err)
+	}
+	byEndpoint := map[string][]string{}
+	for _, dc := range list.Items {
+		if _, ok, _ := unstructured.NestedMap(dc.Object, "spec", "backend", "inMemory"); !ok {
+			continue
+		}
+		host, _, _ := unstructured.NestedString(dc.Object, "spec", "controlPlaneEndpoint", "host")
+		port, _, _ := unstructured.NestedInt64(dc.Object, "spec", "controlPlaneEndpoint", "port")
+		if host == "" {
+			continue
+		}
+		ep := fmt.Sprintf("%s:%d", host, port)
+		byEndpoint[ep] = append(byEndpoint[ep], dc.GetNamespace()+"/"+dc.GetName())
+	}
+	var clashes []string
+	for ep, names := range byEndpoint {
+		if len(names) > 1 {
+			sort.Strings(names)
+			clashes = append(clashes, fmt.Sprintf("%s (%s)", ep, strings.Join(names, ", ")))
+		}
+	}
+	if len(clashes) > 0 {
+		sort.Strings(clashes)
+		return fmt.Errorf("management cluster %s holds in-memory clusters that advertise the same workload endpoint, which CAPD cannot restore: %s; "+
+			"create the target's own clusters after the move, or move clusters created after the target's", c.Name, strings.Join(clashes, "; "))
+	}
+	return nil
 }

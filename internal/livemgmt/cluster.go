@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,18 +29,23 @@ type Options struct {
 }
 
 // Host is what one program (a test binary, the demo) runs on this machine: its management
-// clusters, and the one CAPD process they share (CAPD binds fixed ports, so a host runs one).
+// clusters. Where the machine allows it (root, iproute2), each cluster's managers run in a
+// network namespace of its own, CAPD included (netns.go). Elsewhere the clusters share one CAPD
+// process, since CAPD binds fixed ports (capd.go), and say why.
 type Host struct {
 	Dir string
 
-	ip    string // non-loopback IPv4 the webhook EndpointSlices point at
-	certs certs
-	logf  func(string, ...any)
+	// netnsOff says why the clusters share the host's network ("" when each has a namespace).
+	netnsOff string
+	ip       string // shared network only: the non-loopback IPv4 the EndpointSlices point at
+	certs    certs
+	logf     func(string, ...any)
 
 	mu       sync.Mutex
 	clusters []*Cluster
 	capd     capdSlot
 	stopped  bool
+	proxyMu  sync.Mutex // orders the API server proxies between namespaces
 }
 
 // NewHost prepares a host; StartCluster adds management clusters to it, Stop ends everything.
@@ -46,10 +53,15 @@ func NewHost(opts Options) (*Host, error) {
 	if missing := Missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("live management cluster binaries missing: %v: run `make live-bins`", missing)
 	}
-	ip, err := hostIP()
-	if err != nil {
-		return nil, err
+	h := &Host{netnsOff: NetnsUnavailable()}
+	if h.netnsOff != "" {
+		ip, err := hostIP()
+		if err != nil {
+			return nil, err
+		}
+		h.ip = ip
 	}
+	var err error
 	dir := opts.Dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "capctl-livemgmt-"); err != nil {
@@ -62,8 +74,19 @@ func NewHost(opts Options) (*Host, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Host{Dir: dir, ip: ip, logf: logf}, nil
+	h.Dir, h.logf = dir, logf
+	if h.netnsOff != "" {
+		logf("management clusters share this host's network and one CAPD process (%s)", h.netnsOff)
+	}
+	return h, nil
 }
+
+// Isolated reports whether each management cluster runs its managers, CAPD included, in a
+// network namespace of its own; when not, Shared says why.
+func (h *Host) Isolated() bool { return h.netnsOff == "" }
+
+// Shared says why the management clusters share one network and one CAPD ("" when they do not).
+func (h *Host) Shared() string { return h.netnsOff }
 
 // hostIP is the first non-loopback IPv4 address: the API server refuses loopback addresses in
 // EndpointSlices, and the managers' webhook servers listen on every interface.
@@ -95,10 +118,63 @@ type Cluster struct {
 
 	host   *Host
 	env    *envtest.Environment
-	kcm    *process
-	cancel context.CancelFunc
-	done   chan struct{}
-	kl     *kubelet
+	apiURL string // https://127.0.0.1:PORT
+	ns     *netNS // nil when the clusters share the host's network
+	// proxied: c's API server answers in the other namespaces and theirs in c's (Host.proxyMu)
+	proxied bool
+	kcm     *process
+	cancel  context.CancelFunc
+	done    chan struct{}
+	kl      *kubelet
+
+	pidMu sync.Mutex
+	pids  map[string]int // provider label -> pid of the process running its manager
+}
+
+// ManagerPID is the process that runs a provider's manager (LabelDocker: CAPD) for this
+// cluster, 0 when none runs. On a shared network the host's one CAPD is not any cluster's own.
+func (c *Cluster) ManagerPID(label string) int {
+	c.pidMu.Lock()
+	defer c.pidMu.Unlock()
+	return c.pids[label]
+}
+
+// podIP is where the API server reaches this cluster's managers (their webhooks) and the
+// stand-in kubelet probes them: the namespace's veth address, or the host's.
+func (c *Cluster) podIP() string {
+	if c.ns != nil {
+		return c.ns.addr
+	}
+	return c.host.ip
+}
+
+// healthHost is the address the managers' /readyz listens on.
+func (c *Cluster) healthHost() string {
+	if c.ns != nil {
+		return c.ns.addr
+	}
+	return "127.0.0.1"
+}
+
+// Namespace is the name of the cluster's network namespace ("" when it shares the host's).
+func (c *Cluster) Namespace() string {
+	if c.ns == nil {
+		return ""
+	}
+	return c.ns.name
+}
+
+// Command is name args... run from this management cluster's network, as a program on one of
+// its nodes would be: every API server of the host answers at its usual 127.0.0.1 address, and
+// the in-memory workload clusters this cluster's CAPD serves answer at theirs (127.0.0.1:20000
+// and up, inside the namespace). Outside the namespace those workload addresses reach nothing,
+// or another management cluster's. On a shared network it is a plain command.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if c.ns != nil {
+		bin, full := c.ns.command(name, args)
+		return exec.CommandContext(ctx, bin, full...)
+	}
+	return exec.CommandContext(ctx, name, args...)
 }
 
 // StartCluster starts a management cluster and waits until its API server and
@@ -169,11 +245,20 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.Config = user.Config()
+	c.apiURL = c.Config.Host
 	c.Config.QPS, c.Config.Burst = 50, 100
 	if c.Client, err = client.New(c.Config, client.Options{}); err != nil {
 		return err
 	}
 	_ = cfg
+	if c.host.netnsOff == "" {
+		if c.ns, err = allocNetns(); err != nil {
+			return err
+		}
+		if err := c.host.joinProxies(c); err != nil {
+			return err
+		}
+	}
 	if err := c.startKCM(ctx); err != nil {
 		return err
 	}
@@ -254,6 +339,47 @@ func (c *Cluster) stop() {
 		_ = c.env.Stop()
 		c.env = nil
 	}
+	if c.ns != nil {
+		c.ns.release()
+		c.ns = nil
+	}
+}
+
+// joinProxies makes c's API server answer in every other cluster's namespace and every other
+// cluster's API server in c's, so a manager or a command in any of them reaches them all (a
+// move's source and target) at the addresses of their kubeconfigs.
+func (h *Host) joinProxies(c *Cluster) error {
+	h.proxyMu.Lock()
+	defer h.proxyMu.Unlock()
+	h.mu.Lock()
+	others := []*Cluster{}
+	for _, o := range h.clusters {
+		if o != c && o.proxied {
+			others = append(others, o)
+		}
+	}
+	h.mu.Unlock()
+	if err := c.ns.proxyLoopback(hostPort(c.apiURL)); err != nil {
+		return err
+	}
+	for _, o := range others {
+		if err := o.ns.proxyLoopback(hostPort(c.apiURL)); err != nil {
+			return err
+		}
+		if err := c.ns.proxyLoopback(hostPort(o.apiURL)); err != nil {
+			return err
+		}
+	}
+	c.proxied = true
+	return nil
+}
+
+// hostPort is the host:port of a URL such as https://127.0.0.1:6443.
+func hostPort(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return rawURL
 }
 
 // Stop stops every cluster and process the host started. Safe to call more than once.

@@ -21,9 +21,18 @@
 // rolls the Deployments and the new pods run the new version's binaries, and deleting a
 // provider stops its process.
 //
-// CAPD binds fixed ports (:19000, 20000+), so a host runs one: it reconciles one "home" cluster
-// (the first, or the one MoveCAPD names after a move) and serves every cluster's CAPD webhooks.
-// A host-wide lock (next to the managers' cache folder) makes other programs wait for it.
+// Each management cluster's managers run in a Linux network namespace of its own (netns.go), so
+// every cluster runs its own CAPD although CAPD binds fixed ports (:19000, 20000 and up for the
+// in-memory workload API servers): the API server reaches the managers' webhooks at the
+// namespace's veth address, the managers reach every API server of the host at its usual
+// 127.0.0.1 address through proxies inside the namespace, and the workload clusters answer on
+// the namespace's loopback, where that cluster's managers (and Cluster.Command) reach them.
+// After a move, MoveCAPD restarts the target's CAPD so it restores the moved clusters' listeners;
+// the source keeps its own. Test traffic goes only to loopback and to the namespaces' addresses
+// (10.213.0.0/16). Where namespaces cannot be made (not root, no iproute2, LIVEMGMT_NETNS=off)
+// the clusters share the host's network and one CAPD process, which reconciles one "home"
+// cluster (the first, or the one MoveCAPD names) and serves every cluster's CAPD webhooks, under
+// a host-wide lock; Host.Shared says why.
 //
 // Use in a test:
 //
@@ -31,7 +40,7 @@
 //	cfg, _ := livemgmt.WriteConfig(t.TempDir(), testenv.FixturesDir(t))
 //	// CLUSTER_TOPOLOGY=true capctl init --kubeconfig clusters[0].Kubeconfig --config cfg -i docker
 //	// ... create a cluster on clusters[0], move it to clusters[1], then:
-//	_ = host.MoveCAPD(ctx, clusters[1])
+//	_ = host.MoveCAPD(ctx, clusters[1]) // after a move to clusters[1]
 //	fmt.Print(host.Diagnose(ctx, clusters[1], capctlBin, "ns", "name")) // when stuck
 //
 // Logs of every process are in Host.Dir (kept when the test failed or LIVEMGMT_KEEP is set).

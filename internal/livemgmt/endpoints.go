@@ -79,7 +79,7 @@ func (k *kubelet) slice(svc *corev1.Service, pods []*corev1.Pod) *discoveryv1.En
 		}
 		hostPorts = ports
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{k.c.host.ip},
+			Addresses:  []string{k.c.podIP()},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
 			NodeName:   ptr.To(NodeName),
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID},

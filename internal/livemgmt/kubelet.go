@@ -111,7 +111,21 @@ func (k *kubelet) sync(ctx context.Context) error {
 	if err := k.injectCA(ctx); err != nil {
 		k.logf("CA injection: %v", err)
 	}
+	k.publishPIDs()
 	return nil
+}
+
+// publishPIDs records which process runs each provider's manager, for ManagerPID.
+func (k *kubelet) publishPIDs() {
+	pids := map[string]int{}
+	for _, ct := range k.pods {
+		if ct.proc != nil && !ct.proc.exited() && ct.label != "" {
+			pids[ct.label] = ct.proc.cmd.Process.Pid
+		}
+	}
+	k.c.pidMu.Lock()
+	k.c.pids = pids
+	k.c.pidMu.Unlock()
 }
 
 // heartbeat registers the Node and renews its Lease and Ready condition, so the node lifecycle
@@ -142,7 +156,7 @@ func (k *kubelet) heartbeat(ctx context.Context) error {
 			node.Status.Conditions[0].LastTransitionTime = c.LastTransitionTime
 		}
 	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.c.host.ip}, {Type: corev1.NodeHostName, Address: NodeName}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.c.podIP()}, {Type: corev1.NodeHostName, Address: NodeName}}
 	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	node.Status.Allocatable = node.Status.Capacity
 	if err := cl.Status().Update(ctx, node); err != nil {
@@ -236,7 +250,8 @@ func (k *kubelet) newContainer(p *corev1.Pod) *container {
 		ct.name, ct.image = p.Spec.Containers[0].Name, p.Spec.Containers[0].Image
 		ct.waiting = [2]string{"ImageNotRunnable", "the live management harness runs only the Cluster API managers it has binaries for, not " + ct.image}
 	}
-	ct.shared = ct.label == LabelDocker
+	// CAPD's ports are fixed: on a shared network the host's one CAPD process serves this pod.
+	ct.shared = ct.label == LabelDocker && k.c.ns == nil
 	return ct
 }
 
@@ -281,7 +296,7 @@ func (k *kubelet) runContainer(ctx context.Context, p *corev1.Pod, ct *container
 
 // probe marks the container ready once the manager's /readyz answers.
 func (k *kubelet) probe(ct *container, proc *process) {
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", ct.ports["healthz"])
+	url := fmt.Sprintf("http://%s:%d/readyz", k.c.healthHost(), ct.ports["healthz"])
 	go func() {
 		if err := proc.waitHTTP(context.Background(), url, 3*time.Minute); err == nil {
 			ct.ready.Store(true)
@@ -326,7 +341,7 @@ func (k *kubelet) startManager(ctx context.Context, p *corev1.Pod, ct *container
 		"--leader-elect=false",
 		"--diagnostics-address=0",
 		fmt.Sprintf("--webhook-port=%d", webhookPort),
-		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort),
+		fmt.Sprintf("--health-addr=%s:%d", k.c.healthHost(), healthPort),
 	)
 	if d, ok := mounts["/tmp/k8s-webhook-server/serving-certs"]; ok {
 		args = append(args, "--webhook-cert-dir="+d)
@@ -343,8 +358,10 @@ func (k *kubelet) startManager(ctx context.Context, p *corev1.Pod, ct *container
 			case "metadata.uid":
 				env = append(env, e.Name+"="+string(p.UID))
 			case "status.podIP", "status.hostIP":
-				// The processes share the host's network; CAPD's in-memory workload API servers
-				// listen on loopback.
+				// CAPD's in-memory workload API servers advertise this address: loopback, inside
+				// the cluster's namespace (or the host's), where its core and control-plane
+				// managers reach them. Every CAPD advertises the same one, as CAPD requires of a
+				// cluster that moves between them (its listeners are restored by host and port).
 				env = append(env, e.Name+"=127.0.0.1")
 			}
 		case e.ValueFrom == nil:
@@ -353,7 +370,11 @@ func (k *kubelet) startManager(ctx context.Context, p *corev1.Pod, ct *container
 	}
 	env = append(env, extraEnv...)
 	logPath := filepath.Join(k.c.Dir, fmt.Sprintf("%s-%s.log", ct.label, p.Name))
-	proc, err := startProcess(fmt.Sprintf("%s manager %s (pod %s/%s)", ct.label, ver, p.Namespace, p.Name), bin, args, env, logPath)
+	name := fmt.Sprintf("%s manager %s (pod %s/%s)", ct.label, ver, p.Namespace, p.Name)
+	if k.c.ns != nil {
+		bin, args = k.c.ns.command(bin, args)
+	}
+	proc, err := startProcess(name, bin, args, env, logPath)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -452,8 +473,8 @@ func (k *kubelet) writeStatus(ctx context.Context, p *corev1.Pod, ct *container)
 	if running || restarts > 0 {
 		st.Phase = corev1.PodRunning
 	}
-	st.HostIP = k.c.host.ip
-	st.HostIPs = []corev1.HostIP{{IP: k.c.host.ip}}
+	st.HostIP = k.c.podIP()
+	st.HostIPs = []corev1.HostIP{{IP: k.c.podIP()}}
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
