@@ -6,9 +6,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // ManagerVersions are the manager sets hack/live-bins.sh builds by default (CAPI_SETS): the
@@ -30,7 +36,8 @@ func RequireBinaries(tb testing.TB, versions ...string) {
 	tb.Skip(msg)
 }
 
-// Start runs n live management clusters for a test, named mgmt-1..n, stopped when the test ends
+// Start runs n live management clusters for a test (waiting while the program already runs as
+// many as the machine's budget allows, see Capacity), named mgmt-1..n, stopped when the test ends
 // (and on Ctrl-C or SIGTERM). When the test failed, their logs are kept and their folder named.
 // versions are the manager sets the test needs (default: v1.14.2).
 func Start(tb testing.TB, n int, versions ...string) (*Host, []*Cluster) {
@@ -42,6 +49,10 @@ func Start(tb testing.TB, n int, versions ...string) (*Host, []*Cluster) {
 		versions = ManagerVersions[:1]
 	}
 	RequireBinaries(tb, versions...)
+	if err := budget.acquire(tb, n); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { budget.release(n) })
 	h, err := NewHost(Options{Logf: tb.Logf})
 	if err != nil {
 		tb.Fatal(err)
@@ -147,4 +158,98 @@ func WriteConfig(dir, fixtures string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, []byte(body), 0o600)
+}
+
+// Capacity is how many live management clusters one program runs at once: each takes about a
+// gigabyte (etcd, kube-apiserver, kube-controller-manager and four managers) and some CPU even
+// when idle, so the budget is the smaller of MemAvailable/1.5 GiB and 4 per core, at least 1.
+// LIVEMGMT_MAX_CLUSTERS overrides it. Tests that share a network (no namespaces) run one at a
+// time anyway, since they wait for the host's one CAPD.
+func Capacity() int {
+	if v, err := strconv.Atoi(os.Getenv("LIVEMGMT_MAX_CLUSTERS")); err == nil && v > 0 {
+		return v
+	}
+	n := 4 * runtime.NumCPU()
+	if avail := memAvailable(); avail > 0 {
+		n = min(n, int(avail/(1536<<20)))
+	}
+	return max(n, 1)
+}
+
+// memAvailable is /proc/meminfo's MemAvailable in bytes (0 if unknown).
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// clusterBudget hands out management-cluster slots to the tests of one program.
+type clusterBudget struct {
+	once sync.Once
+	sem  *semaphore.Weighted
+	cap  int
+}
+
+var budget clusterBudget
+
+func (b *clusterBudget) acquire(tb testing.TB, n int) error {
+	b.once.Do(func() { b.cap = Capacity(); b.sem = semaphore.NewWeighted(int64(b.cap)) })
+	if n > b.cap {
+		n = b.cap // a test larger than the budget runs alone
+	}
+	start := time.Now()
+	if err := b.sem.Acquire(context.Background(), int64(n)); err != nil {
+		return err
+	}
+	if d := time.Since(start); d > time.Second {
+		tb.Logf("waited %s for %d of the %d live management cluster slots", d.Round(time.Second), n, b.cap)
+	}
+	return nil
+}
+
+func (b *clusterBudget) release(n int) {
+	b.sem.Release(int64(min(n, b.cap)))
+}
+
+// testStartup is how long the in-memory backend pretends a VM takes to boot, and its node, API
+// server and etcd to start, in the tests' ClusterClass (the upstream one says 10s and 2s each):
+// shorter, so that tests spend their time on what capctl does rather than on simulated boots.
+var testStartup = map[string]string{`startupDuration: "10s"`: `startupDuration: "3s"`, `startupDuration: "2s"`: `startupDuration: "1s"`}
+
+// WriteTestOverrides writes into the overrides folder of a config from WriteConfig (dir is the
+// folder given to WriteConfig) the in-memory ClusterClass of every CAPD version in the
+// fixtures with shorter simulated start-up times, so `generate cluster --flavor in-memory`
+// gives tests a faster ClusterClass. The demo keeps the upstream one, as a user gets it.
+func WriteTestOverrides(dir, fixtures string) error {
+	versions, err := filepath.Glob(filepath.Join(fixtures, "repository", LabelDocker, "v*", "clusterclass-in-memory.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, src := range versions {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		body := string(b)
+		for from, to := range testStartup {
+			body = strings.ReplaceAll(body, from, to)
+		}
+		version := filepath.Base(filepath.Dir(src))
+		out := filepath.Join(dir, "overrides", LabelDocker, version, "clusterclass-in-memory.yaml")
+		if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, []byte(body), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

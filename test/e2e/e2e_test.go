@@ -45,6 +45,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building capctl: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The cluster budget, not -parallel, bounds how many tests run at once.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", fmt.Sprint(livemgmt.Capacity()))
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -61,11 +67,22 @@ type e2e struct {
 
 func start(t *testing.T, n int, versions ...string) *e2e {
 	t.Helper()
+	// Each test has its own management clusters, and with a network namespace per cluster its
+	// own CAPD too, so the tests run side by side (livemgmt.Start bounds how many clusters run
+	// at once). On a shared network they would only queue for the host's one CAPD.
+	if why := livemgmt.NetnsUnavailable(); why == "" {
+		t.Parallel()
+	} else if !testing.Short() {
+		t.Logf("running alone: the management clusters share one CAPD (%s)", why)
+	}
 	fixtures := testenv.FixturesDir(t)
 	host, clusters := livemgmt.Start(t, n, versions...)
 	home := t.TempDir()
 	cfg, err := livemgmt.WriteConfig(filepath.Join(home, "config"), fixtures)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := livemgmt.WriteTestOverrides(filepath.Join(home, "config"), fixtures); err != nil {
 		t.Fatal(err)
 	}
 	return &e2e{t: t, host: host, clusters: clusters, config: cfg, home: home}
@@ -80,7 +97,7 @@ func (e *e2e) capctl(c *livemgmt.Cluster, args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := e.command(ctx, args...)
+	cmd := e.command(ctx, c, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -90,9 +107,16 @@ func (e *e2e) capctl(c *livemgmt.Cluster, args ...string) (string, error) {
 }
 
 // command is the capctl process of args (with --config and --kubeconfig already added) as the
-// user would start it, for tests that drive the process themselves (signals, live output).
-func (e *e2e) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, capctlBin, args...)
+// user would start it, for tests that drive the process themselves (signals, live output). It
+// runs from management cluster c's network (nil: the host's), where the in-memory workload
+// clusters that c's CAPD serves answer, as an operator's shell on that network would.
+func (e *e2e) command(ctx context.Context, c *livemgmt.Cluster, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if c != nil {
+		cmd = c.Command(ctx, capctlBin, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, capctlBin, args...)
+	}
 	// ClusterClass clusters (the in-memory flavor) need the topology feature gate, as
 	// clusterctl's quick start sets it.
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",

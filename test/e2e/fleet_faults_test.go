@@ -259,7 +259,7 @@ func (e *e2e) startCapctl(c *livemgmt.Cluster, args ...string) *liveCapctl {
 	args = append(args, "--config", e.config, "--kubeconfig", c.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	e.t.Cleanup(cancel)
-	r := &liveCapctl{cmd: e.command(ctx, args...), done: make(chan struct{}), t: e.t, args: args}
+	r := &liveCapctl{cmd: e.command(ctx, c, args...), done: make(chan struct{}), t: e.t, args: args}
 	r.cmd.Stdout = &r.stdout
 	pipe, err := r.cmd.StderrPipe()
 	if err != nil {

@@ -152,7 +152,7 @@ func TestMoveLiveCluster(t *testing.T) {
 			t.Errorf("the moved Cluster is still paused on the target")
 		}
 	}
-	for _, k := range leftovers(t, src) {
+	for _, k := range leftovers(t, src, ns) {
 		t.Errorf("left in the source after the move: %s", k)
 	}
 }
@@ -223,8 +223,8 @@ func scaleWorkers(ctx context.Context, c *livemgmt.Cluster, u *unstructured.Unst
 	return ""
 }
 
-// leftovers lists Cluster API objects and cluster secrets still in the test namespace.
-func leftovers(t *testing.T, c *livemgmt.Cluster) []string {
+// leftovers lists Cluster API objects and cluster secrets still in namespace ns.
+func leftovers(t *testing.T, c *livemgmt.Cluster, ns string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
