@@ -121,7 +121,7 @@ func (f *factory) OptionalCluster(ctx context.Context) (*cluster.Client, error) 
 	if explicit {
 		return nil, err
 	}
-	if errors.Is(err, cluster.ErrUnreachable) {
+	if errors.Is(err, cluster.ErrUnreachable) || errors.Is(err, cluster.ErrUnauthorized) {
 		fmt.Fprintf(f.IO.ErrOut, "Note: %v\n", err)
 	}
 	return nil, nil

@@ -135,7 +135,7 @@ func (o *moveOptions) complete(f *factory) error {
 	}
 	req.Source.WarningHandler = warnings
 	if o.toKubeconfig != "" {
-		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings}
+		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, KubeconfigFlag: "--to-kubeconfig", Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings}
 	}
 	if err := req.Validate(); err != nil {
 		return usageError{err}

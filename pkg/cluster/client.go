@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -42,6 +43,9 @@ type Options struct {
 	Kubeconfig string
 	// Context is the kubeconfig context (--kubeconfig-context); empty uses the current context.
 	Context string
+	// KubeconfigFlag is the flag that gave Kubeconfig, for messages (default --kubeconfig; a
+	// move's target is --to-kubeconfig).
+	KubeconfigFlag string
 	// ConnectTimeout bounds the reachability check in Connect (default 10 s).
 	ConnectTimeout time.Duration
 	// QPS and Burst override the client rate limits (defaults 500/1000).
@@ -85,9 +89,14 @@ func Scheme() *runtime.Scheme {
 // kubeconfig file(s) and list the contexts that do exist.
 func LoadRESTConfig(opts Options) (*rest.Config, string, string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	flag := opts.KubeconfigFlag
+	if flag == "" {
+		flag = "--kubeconfig"
+	}
+	ctxFlag := flag + "-context"
 	if opts.Kubeconfig != "" {
 		if _, err := os.Stat(opts.Kubeconfig); err != nil {
-			return nil, "", "", "", fmt.Errorf("kubeconfig %s: %w (check --kubeconfig)", opts.Kubeconfig, err)
+			return nil, "", "", "", fmt.Errorf("kubeconfig %s: %w (check %s)", opts.Kubeconfig, err, flag)
 		}
 		rules.ExplicitPath = opts.Kubeconfig
 	}
@@ -101,14 +110,14 @@ func LoadRESTConfig(opts Options) (*rest.Config, string, string, string, error) 
 		ctxName = raw.CurrentContext
 	}
 	if len(raw.Contexts) == 0 {
-		return nil, files, "", "", fmt.Errorf("no usable kubeconfig: %s has no contexts; pass --kubeconfig or set KUBECONFIG", files)
+		return nil, files, "", "", fmt.Errorf("no usable kubeconfig: %s has no contexts; pass %s or set KUBECONFIG", files, flag)
 	}
 	kctx, ok := raw.Contexts[ctxName]
 	if !ok {
 		if ctxName == "" {
-			return nil, files, "", "", fmt.Errorf("kubeconfig %s has no current context; pass --kubeconfig-context (contexts: %s)", files, contextNames(raw))
+			return nil, files, "", "", fmt.Errorf("kubeconfig %s has no current context; pass %s (contexts: %s)", files, ctxFlag, contextNames(raw))
 		}
-		return nil, files, ctxName, "", fmt.Errorf("context %q not found in kubeconfig %s (contexts: %s); pass --kubeconfig-context", ctxName, files, contextNames(raw))
+		return nil, files, ctxName, "", fmt.Errorf("context %q not found in kubeconfig %s (contexts: %s); pass %s", ctxName, files, contextNames(raw), ctxFlag)
 	}
 	cc := clientcmd.NewNonInteractiveClientConfig(*raw, ctxName, &clientcmd.ConfigOverrides{}, rules)
 	cfg, err := cc.ClientConfig()
@@ -238,6 +247,10 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 // ErrUnreachable marks a failed reachability check.
 var ErrUnreachable = errors.New("management cluster unreachable")
 
+// ErrUnauthorized marks a server that answered the reachability check but refused the
+// credentials (HTTP 401, or 403 on /version, which every authenticated user may read).
+var ErrUnauthorized = errors.New("management cluster refused the credentials")
+
 // Ping asks the server for its version within timeout, and says where it looked when it fails.
 func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -248,6 +261,10 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s", timeout)
+	} else if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		// The server answered: it is reachable, the credentials are what it refuses.
+		return fmt.Errorf("%w: the API server %s refused the credentials of kubeconfig %s, context %q (%v): the token or certificate is wrong or expired; renew the kubeconfig",
+			ErrUnauthorized, c.Config.Host, c.KubeconfigPath, c.ContextName, err)
 	}
 	return fmt.Errorf("%w: cannot reach the API server %s (kubeconfig %s, context %q): %v; check that the cluster is running and the kubeconfig is current",
 		ErrUnreachable, c.Config.Host, c.KubeconfigPath, c.ContextName, err)

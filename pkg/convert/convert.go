@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -177,9 +177,9 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 			if req.Stdin == nil {
 				return nil, errors.New("no input: give a file or directory, or pipe YAML into standard input")
 			}
-			data, err = io.ReadAll(req.Stdin)
+			data, err = userinput.ReadAll(ctx, req.Stdin, "standard input")
 		} else {
-			data, err = os.ReadFile(p)
+			data, err = userinput.ReadFile(ctx, p)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p, err)
@@ -294,7 +294,7 @@ func ConvertText(name string, data []byte) *FileReport {
 // convertDocument converts one document (one object, or a v1 List of objects as kubectl get -o
 // yaml writes); it returns the text to write and a report per object.
 func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
-	raw, err := sigsyaml.YAMLToJSON(text)
+	raw, err := userinput.YAMLToJSON(text)
 	if err != nil {
 		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}}
 	}

@@ -34,6 +34,7 @@ func convertObject(in map[string]any) (*objectResult, error) {
 		return nil, err
 	}
 	applyHubUp(gvk.GroupKind(), in, out)
+	keepWritten(gvk.GroupKind().WithVersion(TargetVersion), in, out)
 
 	// References are written back with the versions the input used, so that the round trip
 	// compares like with like (a v1beta2 reference carries no version: the contract resolves it).

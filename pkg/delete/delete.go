@@ -96,6 +96,7 @@ type CertManagerPlan struct {
 
 // Plan is everything delete will do, computed without writing anything.
 type Plan struct {
+	// Providers in deletion order: the core provider last (deletionOrder).
 	Providers   []ProviderPlan  `json:"providers"`
 	CertManager CertManagerPlan `json:"certManager"`
 	// Remaining are the inventory entries that stay installed.
@@ -215,6 +216,22 @@ func resolve(items []inventory.Provider, opts Options) ([]inventory.Provider, er
 	}
 	provider.SortByTypeThenName(out, func(p inventory.Provider) provider.Type { return p.Type }, func(p inventory.Provider) string { return p.ProviderName })
 	return out, nil
+}
+
+// deletionOrder is the order providers are deleted in: the core provider last. clusterctl refuses
+// to read a management cluster whose inventory lists providers but not the core one, so a delete
+// killed half-way must never have removed the core provider's entry while others remain.
+func deletionOrder(selected []inventory.Provider) []inventory.Provider {
+	out := make([]inventory.Provider, 0, len(selected))
+	var core []inventory.Provider
+	for _, p := range selected {
+		if p.Type == provider.CoreProviderType {
+			core = append(core, p)
+			continue
+		}
+		out = append(out, p)
+	}
+	return append(out, core...)
 }
 
 type apiType struct {
@@ -347,7 +364,7 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 		}
 		pp.Delete = append(pp.Delete, o.Object)
 	}
-	for _, p := range selected {
+	for _, p := range deletionOrder(selected) {
 		pp := plans[p.ManifestLabel()]
 		sortForDelete(pp.Delete)
 		sort.Strings(pp.KeptCRDs)
@@ -687,6 +704,10 @@ func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, pr
 		return failed
 	}
 	for _, pp := range plan.Providers {
+		if pp.Provider.Type == provider.CoreProviderType && len(errs) > 0 {
+			errs = append(errs, fmt.Errorf("%s was not deleted because other providers could not be: it goes last, so the management cluster stays readable", pp.Provider.ManifestLabel()))
+			continue
+		}
 		failed := deleteGroup(pp.Delete)
 		if len(failed) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d object(s) could not be deleted, its inventory entry is kept so that running delete again finishes the job: %w",

@@ -284,3 +284,57 @@ func BenchmarkBuildPlan(b *testing.B) {
 	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 	b.ReportMetric(float64(types), "types-listed")
 }
+
+// TestDeleteAllRemovesCoreLast: `delete --all` killed after its first provider must leave an
+// inventory that still lists the core provider (clusterctl refuses a management cluster whose
+// inventory lacks it). The run is stopped, as a kill would, right after the first object of the
+// second provider is deleted.
+func TestDeleteAllRemovesCoreLast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	c := setupProviders(t)
+	if err := c.Delete(context.Background(), cr("infrastructure.cluster.x-k8s.io/v1beta2", "DockerCluster", "default", "workload", nil)); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := BuildPlan(context.Background(), c, Options{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plan.Providers); n != 2 || plan.Providers[n-1].Provider.Type != provider.CoreProviderType {
+		t.Fatalf("plan order: %+v, want the core provider last", plan.Providers)
+	}
+	owner := map[string]string{}
+	for _, pp := range plan.Providers {
+		for _, o := range pp.Delete {
+			owner[o.String()] = pp.Provider.ManifestLabel()
+		}
+	}
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	first := ""
+	_, err = Apply(ctx, c, plan, 1, func(_, _ int, o Object, _ error) {
+		if first == "" {
+			first = owner[o.String()]
+		} else if owner[o.String()] != first {
+			kill()
+		}
+	})
+	if err == nil {
+		t.Fatal("the stopped delete reported success")
+	}
+	items, err := inventory.List(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := false
+	for _, p := range items {
+		core = core || p.Type == provider.CoreProviderType
+	}
+	if len(items) > 0 && !core {
+		t.Fatalf("a killed delete left providers without the core provider in the inventory: %+v (first deleted: %s)", items, first)
+	}
+	if len(items) != 1 || !core {
+		t.Errorf("inventory after the first provider: %+v, want the core provider alone", items)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/internal/version"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -87,9 +88,6 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	if err != nil {
 		return rep, err
 	}
-	if err := checkEmptyDir(dir); err != nil {
-		return rep, err
-	}
 	srcID, err := ClusterID(ctx, src)
 	if err != nil {
 		return rep, fmt.Errorf("source cluster %s: %w", src.Config.Host, err)
@@ -100,6 +98,10 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	}
 	defer lk.Release(ctx)
 	ctx = lctx
+	target, err := checkBackupTarget(ctx, dir, opts.Scope, srcID)
+	if err != nil {
+		return rep, err
+	}
 	js, err := listJournals(ctx, src)
 	if err != nil {
 		return rep, err
@@ -155,7 +157,7 @@ func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Opti
 	}
 	if err == nil {
 		// rename(2) replaces an empty directory: dir appears complete or not at all.
-		if err = os.Rename(partial, dir); err != nil {
+		if err = target.install(partial, m.moveID); err != nil {
 			err = fmt.Errorf("moving the finished backup into place: %w", err)
 		}
 	}
@@ -210,6 +212,7 @@ func undoBackup(ctx context.Context, src *cluster.Client, j *journal, opts Optio
 	}
 	if j.Directory != "" {
 		_ = os.RemoveAll(partialDir(j.Directory, j.MoveID))
+		restorePrevious(j.Directory, j.MoveID)
 	}
 	if err := finishJournal(ctx, src, j); err != nil {
 		return "", err
@@ -217,24 +220,6 @@ func undoBackup(ctx context.Context, src *cluster.Client, j *journal, opts Optio
 	opts.Log.Info("Undid an interrupted backup", "moveID", j.MoveID, "directory", j.Directory, "unpaused", len(nodes))
 	return fmt.Sprintf("the backup %s of %s to %s (started %s) had been interrupted: the %d Clusters/ClusterClasses it paused were unpaused; nothing was left in %s",
 		j.MoveID, j.Scope, j.Directory, j.Started.Format(time.RFC3339), len(nodes), j.Directory), nil
-}
-
-// checkEmptyDir accepts a directory that does not exist yet (it is created only when the backup
-// is complete) or an empty one.
-func checkEmptyDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
-			return fmt.Errorf("the backup directory's parent: %w", err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading the backup directory: %w", err)
-	case len(entries) > 0:
-		return fmt.Errorf("the backup directory %s is not empty (%d entries): choose an empty or new directory", dir, len(entries))
-	}
-	return nil
 }
 
 func fileName(n *Node, used map[string]bool) string {
@@ -286,14 +271,21 @@ func writeBackup(ctx context.Context, dir string, g *Graph, man Manifest, opts O
 }
 
 // ReadBackup reads and checks a backup directory: the manifest, every file it lists with its
-// checksum and identity, and no file it does not list.
-func ReadBackup(dir string) (*Manifest, *Graph, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+// checksum and identity, once, and no file it does not list. Only regular files directly inside
+// dir are read, within maxTotal bytes in all (0: DefaultMaxBackupSize) and one input's bound
+// each; the read stops when ctx is cancelled. What the objects are is checked against the
+// target by CheckRestorable.
+func ReadBackup(ctx context.Context, dir string, maxTotal int64) (*Manifest, *Graph, error) {
+	br := newBackupReader(ctx, dir, maxTotal)
+	b, err := br.read(ManifestFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%w: %s has no %s (capctl writes it with `capctl move --to-directory`)", ErrNotBackup, dir, ManifestFile)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
 	man := &Manifest{}
 	if err := yaml.UnmarshalStrict(b, man); err != nil {
@@ -319,15 +311,17 @@ func ReadBackup(dir string) (*Manifest, *Graph, error) {
 	if len(extra) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s holds files the manifest does not list: %s", ErrNotBackup, dir, strings.Join(extra, ", "))
 	}
+	if p := append(entryProblems(entries), duplicateProblems(man.Objects)...); len(p) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s is refused; nothing was read from it:\n  - %s", ErrNotBackup, dir, strings.Join(p, "\n  - "))
+	}
 	g := &Graph{Nodes: map[types.UID]*Node{}, Providers: man.Providers}
 	var nodes []*Node
 	var problems []string
 	for _, mo := range man.Objects {
-		if filepath.Base(mo.File) != mo.File {
-			problems = append(problems, fmt.Sprintf("%s: not a plain file name", mo.File))
-			continue
+		data, err := br.read(mo.File)
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("reading the backup %s: %w", dir, ctx.Err())
 		}
-		data, err := os.ReadFile(filepath.Join(dir, mo.File))
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", mo.File, err))
 			continue
@@ -338,7 +332,7 @@ func ReadBackup(dir string) (*Manifest, *Graph, error) {
 			continue
 		}
 		u := &unstructured.Unstructured{}
-		js, err := yaml.YAMLToJSON(data)
+		js, err := userinput.YAMLToJSON(data)
 		if err == nil {
 			err = u.UnmarshalJSON(js) // integers stay integers, as the API server returns them
 		}
@@ -389,7 +383,7 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 		rep.TargetRequests = dst.Requests() - dstReq
 		rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
-	man, g, err := ReadBackup(dir)
+	man, g, err := ReadBackup(ctx, dir, opts.MaxBackupSize)
 	if err != nil {
 		return rep, err
 	}
@@ -397,6 +391,9 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 	rep.Scope = man.Scope
 	fillReport(rep, g)
 	opts.Log.Info("Restoring a backup", "dir", dir, "objects", g.Count(), "taken", man.Created.Format(time.RFC3339), "from", man.Source.Server)
+	if err := CheckRestorable(ctx, dst, man, g); err != nil {
+		return rep, err
+	}
 	if err := Preflight(ctx, nil, dst, g); err != nil {
 		return rep, err
 	}

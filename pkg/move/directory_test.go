@@ -1,6 +1,7 @@
 package move
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	} else if p := pausedState(t, after); len(p) != 1 || p[0] != "Cluster/held" {
 		t.Errorf("after the backup the source pause state is %v, want only the user's Cluster/held", p)
 	}
-	man, _, err := ReadBackup(dir)
+	man, _, err := ReadBackup(context.Background(), dir, 0)
 	if err != nil || man.Source.ClusterID == "" || man.ToolVersion == "" || len(man.Objects) != want || len(man.Providers) != 4 {
 		t.Fatalf("manifest: %+v %v", man, err)
 	}
@@ -116,21 +117,21 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	if err := os.WriteFile(f, append(data, []byte("# edited\n")...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadBackup(dir); !errors.Is(err, ErrNotBackup) || !strings.Contains(err.Error(), "checksum") {
+	if _, _, err := ReadBackup(context.Background(), dir, 0); !errors.Is(err, ErrNotBackup) || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("tampered file: %v", err)
 	}
 	_ = os.WriteFile(f, data, 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte("a: b\n"), 0o600)
-	if _, _, err := ReadBackup(dir); !errors.Is(err, ErrNotBackup) || !strings.Contains(err.Error(), "extra.yaml") {
+	if _, _, err := ReadBackup(context.Background(), dir, 0); !errors.Is(err, ErrNotBackup) || !strings.Contains(err.Error(), "extra.yaml") {
 		t.Errorf("extra file: %v", err)
 	}
 	other := t.TempDir()
 	b, _ := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap"})
 	_ = os.WriteFile(filepath.Join(other, ManifestFile), b, 0o600)
-	if _, _, err := ReadBackup(other); !errors.Is(err, ErrNotBackup) {
+	if _, _, err := ReadBackup(context.Background(), other, 0); !errors.Is(err, ErrNotBackup) {
 		t.Errorf("foreign manifest: %v", err)
 	}
-	if _, _, err := ReadBackup(t.TempDir()); !errors.Is(err, ErrNotBackup) {
+	if _, _, err := ReadBackup(context.Background(), t.TempDir(), 0); !errors.Is(err, ErrNotBackup) {
 		t.Errorf("empty directory: %v", err)
 	}
 	if _, err := ToDirectory(ctx, src.Client, dir, Options{Scope: Scope{Namespace: ns}}); err == nil || !strings.Contains(err.Error(), "not empty") {

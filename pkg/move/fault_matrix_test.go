@@ -327,7 +327,7 @@ func TestBackupFaults(t *testing.T) {
 			if rep.Written != total {
 				t.Errorf("wrote %d objects, the fleet has %d", rep.Written, total)
 			}
-			if _, g, err := ReadBackup(dir); err != nil || g.Count() != total {
+			if _, g, err := ReadBackup(context.Background(), dir, 0); err != nil || g.Count() != total {
 				t.Fatalf("the backup is not complete: %v", err)
 			}
 			after := snapshot(t, src.Client, ns)

@@ -53,6 +53,8 @@ type Options struct {
 	Hook func(phase string, done int)
 	// Now is the clock (tests).
 	Now func() time.Time
+	// MaxBackupSize bounds the sum of the files a restore reads (0: DefaultMaxBackupSize).
+	MaxBackupSize int64
 	// PollInterval of the block-move wait (default 1 s).
 	PollInterval time.Duration
 	// LockDuration is how long a namespace lock lasts unrenewed (default DefaultLockDuration).

@@ -133,7 +133,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if req.FromDirectory != "" {
 		res.Source = req.FromDirectory
 		if req.DryRun {
-			_, g, err := ReadBackup(req.FromDirectory)
+			_, g, err := ReadBackup(ctx, req.FromDirectory, opts.MaxBackupSize)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -28,8 +29,11 @@ func (c *diskCache) filePath(key, version, file string) (string, error) {
 }
 
 // getFile returns a cached file and its path. The file is checked: one whose checksum sidecar
-// matches was validated when it was written; any other (left by an older capctl, damaged) is
-// validated now (validateFile), and bad is the reason it cannot be used.
+// matches was validated when it was written. One whose sidecar does not match changed after it
+// was cached (cut by a full disk, edited): it is bad, whatever it looks like, because a cut at a
+// document boundary is still valid YAML and would install a provider without its last objects.
+// Only a file without a sidecar (cached by an older capctl) is validated now (validateFile) and
+// given one; bad is the reason a file cannot be used.
 func (c *diskCache) getFile(key, version, file string) (data []byte, path string, bad error, ok bool) {
 	if c == nil || key == "" {
 		return nil, "", nil, false
@@ -43,8 +47,14 @@ func (c *diskCache) getFile(key, version, file string) (data []byte, path string
 		return nil, "", nil, false
 	}
 	sum := checksum(b)
-	if side, err := os.ReadFile(sidecarPath(p)); err == nil && strings.TrimSpace(string(side)) == sum {
+	side, err := os.ReadFile(sidecarPath(p))
+	switch {
+	case err == nil && strings.TrimSpace(string(side)) == sum:
 		return b, p, nil, true
+	case err == nil:
+		return b, p, fmt.Errorf("its SHA-256 is %s but it was cached with %s: the file changed after it was cached", sum, strings.TrimSpace(string(side))), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return b, p, fmt.Errorf("its checksum %s cannot be read: %w", sidecarPath(p), err), true
 	}
 	if err := validateFile(file, b); err != nil {
 		return b, p, err, true

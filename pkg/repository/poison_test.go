@@ -268,3 +268,48 @@ func TestCleanCache(t *testing.T) {
 		t.Errorf("local: %+v %v", res, err)
 	}
 }
+
+// TestCutCachedFileIsNeverReblessed: a cached components file cut at a document boundary is
+// still valid YAML, but its checksum no longer matches the one recorded when it was cached.
+// Offline it is refused (naming the file and the way out); online it is fetched again; in no case
+// is the cut file's checksum written as if it were good.
+func TestCutCachedFileIsNeverReblessed(t *testing.T) {
+	gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
+	ctx := context.Background()
+	if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	path := cachedPath(cacheDir, "infrastructure-components.yaml")
+	side, err := os.ReadFile(sidecarPath(path))
+	if err != nil {
+		t.Fatalf("no checksum beside the cached file: %v", err)
+	}
+	cut := widgetComponents[:strings.Index(widgetComponents, "---")]
+	writeTestFile(t, path, cut)
+	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
+
+	off := gh.options(cacheDir)
+	off.Offline = true
+	_, err = newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed after it was cached") {
+		t.Fatalf("offline with a cut cached file: %v, want a refusal naming %s", err, path)
+	}
+	if now, _ := os.ReadFile(sidecarPath(path)); !bytes.Equal(now, side) {
+		t.Fatalf("the cut file's checksum was recorded: %q, was %q", now, side)
+	}
+
+	before := gh.downloads.Load()
+	comp, err := newTestClient(t, cfg, gh.options(cacheDir)).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+	if err != nil {
+		t.Fatalf("online with a cut cached file: %v", err)
+	}
+	if len(comp.Objects) != 2 {
+		t.Errorf("%d objects installed from the cache, want the 2 of the release", len(comp.Objects))
+	}
+	if n := gh.downloads.Load() - before; n != 1 {
+		t.Errorf("%d downloads, want the cut file fetched once", n)
+	}
+	if b, _ := os.ReadFile(path); string(b) != widgetComponents {
+		t.Errorf("the cache still holds the cut file:\n%s", b)
+	}
+}

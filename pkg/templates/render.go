@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
 )
@@ -314,7 +314,7 @@ func parseDocuments(name string, data []byte) ([]unstructured.Unstructured, erro
 		if isBlank(d.Text) {
 			continue
 		}
-		j, err := yaml.YAMLToJSON(d.Text)
+		j, err := userinput.YAMLToJSON(d.Text)
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 			line := d.Line

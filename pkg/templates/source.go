@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/repository"
 )
-
-// MaxTemplateSize bounds what a --from source may return (a template is text; 64 MiB is plenty).
-const MaxTemplateSize = 64 << 20
 
 // FetchOptions tune Fetch.
 type FetchOptions struct {
@@ -43,12 +41,9 @@ func Fetch(ctx context.Context, from string, opts FetchOptions) ([]byte, string,
 		if opts.Stdin == nil {
 			return nil, "", errors.New("--from -: no standard input")
 		}
-		b, err := io.ReadAll(io.LimitReader(opts.Stdin, MaxTemplateSize+1))
+		b, err := userinput.ReadAll(ctx, opts.Stdin, "the template on standard input")
 		if err != nil {
 			return nil, "", fmt.Errorf("reading the template from standard input: %w", err)
-		}
-		if len(b) > MaxTemplateSize {
-			return nil, "", fmt.Errorf("template on standard input is larger than %d bytes", MaxTemplateSize)
 		}
 		return b, "<stdin>", nil
 	case strings.HasPrefix(from, "http://") || strings.HasPrefix(from, "https://"):
@@ -92,10 +87,7 @@ func Fetch(ctx context.Context, from string, opts FetchOptions) ([]byte, string,
 		if st.IsDir() {
 			return nil, "", fmt.Errorf("template file %s is a directory; --from takes a file, an URL or -", p)
 		}
-		if st.Size() > MaxTemplateSize {
-			return nil, "", fmt.Errorf("template file %s is larger than %d bytes", p, MaxTemplateSize)
-		}
-		b, err := os.ReadFile(p)
+		b, err := userinput.ReadFile(ctx, p)
 		if err != nil {
 			return nil, "", fmt.Errorf("reading template file %s: %w", p, err)
 		}
@@ -153,12 +145,9 @@ func download(ctx context.Context, opts FetchOptions, rawURL string, tokenHosts 
 		}
 		return nil, fmt.Errorf("HTTP %s%s", resp.Status, hint)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxTemplateSize+1))
+	b, err := userinput.ReadAll(ctx, resp.Body, "the response")
 	if err != nil {
 		return nil, fmt.Errorf("reading the response: %w", err)
-	}
-	if len(b) > MaxTemplateSize {
-		return nil, fmt.Errorf("response larger than %d bytes", MaxTemplateSize)
 	}
 	return b, nil
 }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/variables"
 )
@@ -52,12 +52,13 @@ func (v Values) parse(reserved map[string]string) (parsedValues, error) {
 	if err != nil || v.File == "" {
 		return p, err
 	}
-	b, err := os.ReadFile(v.File)
+	// Resolve reads no network and has no context; the read is bounded all the same.
+	b, err := userinput.ReadFile(context.Background(), v.File)
 	if err != nil {
 		return p, fmt.Errorf("--values: %w", err)
 	}
 	var raw map[string]any
-	if err := yaml.Unmarshal(b, &raw); err != nil {
+	if err := userinput.Unmarshal(b, &raw); err != nil {
 		return p, fmt.Errorf("--values %s: not a YAML map of variables: %w", v.File, err)
 	}
 	for k, val := range raw {

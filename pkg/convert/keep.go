@@ -1,0 +1,76 @@
+package convert
+
+import (
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// keepWritten puts back the empty maps the user wrote (`selector: {}`) that the typed v1beta2
+// object leaves out when encoded (omitempty/omitzero), where the v1beta2 type has that field. The
+// user wrote them for a reason: a MachineDeployment's spec.selector is required by the API
+// server's schema, and only the Cluster API defaulting webhook fills it in when it is missing.
+func keepWritten(gvk schema.GroupVersionKind, in, out map[string]any) {
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return
+	}
+	t := reflect.TypeOf(obj)
+	var walk func(inM, outM map[string]any, ft reflect.Type)
+	walk = func(inM, outM map[string]any, ft reflect.Type) {
+		for k, iv := range inM {
+			ftk, ok := jsonField(ft, k)
+			if !ok {
+				continue
+			}
+			im, isMap := iv.(map[string]any)
+			if !isMap {
+				continue
+			}
+			ov, present := outM[k]
+			if !present {
+				if len(im) == 0 && structLike(ftk) {
+					outM[k] = map[string]any{}
+				}
+				continue
+			}
+			if om, ok := ov.(map[string]any); ok {
+				walk(im, om, ftk)
+			}
+		}
+	}
+	walk(in, out, t)
+}
+
+// jsonField is the type of the field of struct type t (through pointers) encoded as name.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("json"), ",")[0]
+		if f.Anonymous && tag == "" {
+			if ft, ok := jsonField(f.Type, name); ok {
+				return ft, true
+			}
+			continue
+		}
+		if tag == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// structLike tells whether t (through pointers) encodes as a JSON object.
+func structLike(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+}
