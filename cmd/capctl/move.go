@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/move"
 )
@@ -33,6 +34,7 @@ type moveOptions struct {
 	restartTarget    bool
 	blockMoveTimeout time.Duration
 	parallelism      int
+	maxBackupSize    string
 	output           output.Format
 
 	// request is the one feature call the flags make (filled by complete).
@@ -97,6 +99,7 @@ finished by re-running the same command or with --resume; if the target was lost
 	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
 	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
+	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
 	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
 }
@@ -108,6 +111,10 @@ func (o *moveOptions) complete(f *factory) error {
 	}
 	if o.blockMoveTimeout <= 0 {
 		return usageErrorf("--block-move-timeout must be positive")
+	}
+	maxBackup, err := userinput.ParseSize(o.maxBackupSize)
+	if err != nil {
+		return usageErrorf("--max-backup-size: %v", err)
 	}
 	if o.parallelism < 1 || o.parallelism > 256 {
 		return usageErrorf("--parallelism must be between 1 and 256")
@@ -128,7 +135,7 @@ func (o *moveOptions) complete(f *factory) error {
 		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun,
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
-			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism,
+			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
 			Log: f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
 				"create": "Creating objects in the target", "delete": "Deleting objects from the source"}),
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 
@@ -47,6 +48,7 @@ used in place of clusterctl on the same management clusters.`),
 	root.SetHelpCommandGroupID(groupOther)
 	root.SetCompletionCommandGroupID(groupOther)
 
+	userinput.SetMax(0) // each run starts from the default; --max-input-size raises it
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.global.kubeconfig, "kubeconfig", "",
 		"Path to the kubeconfig file of the management cluster. If unspecified, the KUBECONFIG list, then ~/.kube/config")
@@ -54,6 +56,8 @@ used in place of clusterctl on the same management clusters.`),
 		"Context of the management cluster in the kubeconfig file. If unspecified, the current context")
 	pf.StringVar(&f.global.configPath, "config", "",
 		"Path or http(s) URL of the clusterctl configuration file. If unspecified, $XDG_CONFIG_HOME/cluster-api/clusterctl.yaml, then ~/.cluster-api/clusterctl.yaml")
+	pf.Var(userinput.Value{}, "max-input-size",
+		"The most capctl reads from one file or standard input (YAML, --values, backup files), e.g. 64Mi or 1Gi; larger inputs are refused")
 	pf.IntVarP(&f.global.verbosity, "v", "v", 0, "Log verbosity (0 normal progress, 1 more detail, 5 every object and request)")
 	pf.DurationVar(&f.global.connectTimeout, "connect-timeout", cluster.DefaultConnectTimeout,
 		"How long to wait for the management cluster to answer before giving up")

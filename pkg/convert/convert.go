@@ -295,6 +295,12 @@ func ConvertText(name string, data []byte) *FileReport {
 // yaml writes); it returns the text to write and a report per object.
 func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
 	raw, err := userinput.YAMLToJSON(text)
+	var dup *userinput.DuplicateKeyError
+	if errors.As(err, &dup) {
+		d := *dup
+		d.Line += line - 1 // the line in the file, not in the document
+		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: d.Error()}}
+	}
 	if err != nil {
 		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}}
 	}
