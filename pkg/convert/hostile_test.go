@@ -48,4 +48,3 @@ func TestDuplicateKeyIsAnError(t *testing.T) {
 		t.Fatalf("duplicate key: %v, want %q at line %d", err, want, line)
 	}
 }
-
