@@ -3,26 +3,17 @@ package userinput
 import (
 	"context"
 	"errors"
+	"github.com/capctl/capctl/internal/userinput/userinputtest"
 	"io"
 	"os"
 	"strings"
 	"testing"
 )
 
-// endless is a reader that never ends (an endless pipe).
-type endless struct{}
-
-func (endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'a'
-	}
-	return len(p), nil
-}
-
 func TestReadAllStopsAtTheLimit(t *testing.T) {
 	old := SetMax(1 << 20)
 	defer SetMax(old)
-	_, err := ReadAll(context.Background(), endless{}, "standard input")
+	_, err := ReadAll(context.Background(), userinputtest.Endless{}, "standard input")
 	var tl *TooLargeError
 	if !errors.As(err, &tl) || tl.Limit != 1<<20 || !strings.Contains(err.Error(), "--max-input-size") || !strings.Contains(err.Error(), "1Mi") {
 		t.Fatalf("endless input: %v", err)
@@ -59,7 +50,7 @@ func TestReadFileOversized(t *testing.T) {
 func TestReadAllHonoursCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ReadAll(ctx, io.MultiReader(endless{}), "stdin"); !errors.Is(err, context.Canceled) {
+	if _, err := ReadAll(ctx, io.MultiReader(userinputtest.Endless{}), "stdin"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled read: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"github.com/capctl/capctl/internal/userinput/userinputtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,23 +10,13 @@ import (
 	"github.com/capctl/capctl/internal/userinput"
 )
 
-// endless is an endless pipe.
-type endless struct{}
-
-func (endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = '#'
-	}
-	return len(p), nil
-}
-
 // TestEndlessInputIsRefused: standard input that never ends and /dev/zero (which reports size 0)
 // stop at the input bound, with an error naming it and the flag that raises it.
 func TestEndlessInputIsRefused(t *testing.T) {
 	old := userinput.SetMax(1 << 20)
 	defer userinput.SetMax(old)
 	for name, req := range map[string]Request{
-		"stdin":     {Paths: []string{"-"}, Stdin: endless{}},
+		"stdin":     {Paths: []string{"-"}, Stdin: userinputtest.Endless{}},
 		"/dev/zero": {Paths: []string{"/dev/zero"}},
 	} {
 		_, err := Run(context.Background(), req)

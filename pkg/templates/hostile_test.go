@@ -2,6 +2,7 @@ package templates
 
 import (
 	"context"
+	"github.com/capctl/capctl/internal/userinput/userinputtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,15 +10,6 @@ import (
 
 	"github.com/capctl/capctl/internal/userinput"
 )
-
-type endless struct{}
-
-func (endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = '#'
-	}
-	return len(p), nil
-}
 
 // TestGenerateYAMLBoundsItsInput: --from - with an endless pipe, --from /dev/zero (size 0
 // reported) and --values /dev/zero stop at the input bound, naming the flag that raises it.
@@ -30,7 +22,7 @@ func TestGenerateYAMLBoundsItsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, req := range map[string]YAMLRequest{
-		"--from -":           {From: "-", Stdin: endless{}},
+		"--from -":           {From: "-", Stdin: userinputtest.Endless{}},
 		"--from /dev/zero":   {From: "/dev/zero"},
 		"--values /dev/zero": {From: tmpl, Values: Values{File: "/dev/zero"}},
 	} {
