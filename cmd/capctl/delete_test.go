@@ -28,9 +28,7 @@ func runCapctlTTY(stdin string, args ...string) (stdout, stderr string, code int
 }
 
 func TestDeleteCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	// Validation happens before any cluster call.
 	_, errOut, code := runCapctl(t, "delete", "--kubeconfig", "/nonexistent")
 	if code == 0 || !strings.Contains(errOut, "should be specified or the --all flag should be set") || !strings.Contains(errOut, "Usage:") {

@@ -17,9 +17,7 @@ import (
 
 // TestDescribeCommands runs `capctl describe cluster|clusters` against one real API server.
 func TestDescribeCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	testenv.FixturesDir(t)
 	env := testenv.Start(t, testenv.Options{})
 	describetest.InstallCRDs(t, env)

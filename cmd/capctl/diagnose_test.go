@@ -87,9 +87,7 @@ func TestDiagnoseUsage(t *testing.T) {
 // TestDiagnoseCommands runs the commands against a real API server: exit code 0 for a healthy
 // cluster, 2 for a stuck one, the text and JSON reports, the fleet and `get providers`.
 func TestDiagnoseCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	testenv.FixturesDir(t)
 	ctx := context.Background()
 	env := testenv.Start(t, testenv.Options{})

@@ -304,9 +304,7 @@ func TestGenerateYAML(t *testing.T) {
 // the default infrastructure provider and version come from the inventory, a ClusterClass that
 // exists in the target namespace is not emitted, and --from-config-map reads a ConfigMap.
 func TestGenerateClusterAgainstManagementCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{filepath.Join(testenv.FixturesDir(t), "crds", "cluster.x-k8s.io.yaml")}})
 	ctx := testenv.Context(t)
 	cfg := repoTestConfig(t, "") // after Start: it moves XDG_CACHE_HOME

@@ -17,9 +17,7 @@ import (
 )
 
 func TestGetKubeconfigCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{filepath.Join(testenv.RepoRoot(), "pkg", "kubeconfig", "testdata", "clusters-crd.yaml")}})
 	ctx := context.Background()
 	env.CreateNamespaces(t, "fleet")

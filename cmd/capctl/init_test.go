@@ -57,9 +57,7 @@ func TestInitUsageErrors(t *testing.T) {
 }
 
 func TestInitCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	cfg := initTestConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})

@@ -48,9 +48,7 @@ func TestMoveFlagValidation(t *testing.T) {
 // TestMoveCommand drives `capctl move` against two real API servers: dry run, backup to a
 // directory, move, restore of the backup into the emptied source.
 func TestMoveCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	crds := filepath.Join(testenv.FixturesDir(t), "crds", "cluster.x-k8s.io.yaml")
 	src, dst := testenv.StartPair(t, testenv.Options{CRDPaths: []string{crds}})
 	ctx := testenv.Context(t)

@@ -78,9 +78,7 @@ func upgradeConfig(t *testing.T, fixtures string) string {
 }
 
 func TestUpgradeCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	crds := filepath.Join(fixtures, "crds")
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{

@@ -63,18 +63,14 @@ func AssetsDir() string {
 	if d := os.Getenv("CAPCTL_ENVTEST_DIR"); d != "" {
 		return d
 	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "capctl", "envtest", K8sVersion)
+	return filepath.Join(cacheDir(), "capctl", "envtest", K8sVersion)
 }
 
-// Start runs a fresh API server for the test and stops it when the test ends. It fails (never
-// skips) when the binaries are missing: `make test` builds them, and a silent skip would hide that.
+// Start runs a fresh API server for the test and stops it when the test ends. Missing binaries
+// skip the test, or fail it under CI=true (Require).
 func Start(tb testing.TB, opts Options) *Env {
 	tb.Helper()
+	RequireAssets(tb)
 	e, err := start(opts)
 	if err != nil {
 		tb.Fatalf("starting a test API server: %v", err)
@@ -86,6 +82,7 @@ func Start(tb testing.TB, opts Options) *Env {
 // StartPair runs two API servers at once (the source and target of a move).
 func StartPair(tb testing.TB, opts Options) (*Env, *Env) {
 	tb.Helper()
+	RequireAssets(tb)
 	var wg sync.WaitGroup
 	envs := make([]*Env, 2)
 	errs := make([]error, 2)
@@ -196,17 +193,16 @@ func (e *Env) InstallCRDs(tb testing.TB, paths ...string) {
 }
 
 // FixturesDir is the shared folder of upstream Cluster API fixtures: $CAPCTL_FIXTURES, else
-// ../shared/fixtures beside the checkout. Tests that need it skip, saying so, where it is absent
-// (someone else's clone); CI always has it.
+// ../shared/fixtures beside the checkout. Where it is absent (someone else's clone) tests that need
+// it skip, saying so, or fail under CI=true, which always has it (Require).
 func FixturesDir(tb testing.TB) string {
 	tb.Helper()
 	dir := os.Getenv("CAPCTL_FIXTURES")
 	if dir == "" {
 		dir = filepath.Join(RepoRoot(), "..", "shared", "fixtures")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "repository")); err != nil {
-		tb.Skipf("needs the upstream Cluster API fixtures (repository/, crds/) at %s: set CAPCTL_FIXTURES to their folder", dir)
-	}
+	_, err := os.Stat(filepath.Join(dir, "repository"))
+	Require(tb, "the upstream Cluster API fixtures (repository/, crds/) at "+dir+" (set CAPCTL_FIXTURES to their folder)", "", err == nil)
 	return dir
 }
 

@@ -3,9 +3,6 @@ package certmanager_test
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,22 +24,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Short() {
-		var err error
-		env, err = testenv.StartForMain(testenv.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	if env != nil {
-		env.Stop()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 func fixtureComponents(t *testing.T, version string) *certmanager.Components {
 	t.Helper()
@@ -57,9 +39,7 @@ func fixtureComponents(t *testing.T, version string) *certmanager.Components {
 // TestLifecycle walks one API server through cert-manager's states in order: absent, installed by
 // capctl, working (skip), broken (wait times out with reasons), someone else's (refused), fixed.
 func TestLifecycle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	ctx := testenv.Context(t)
 	c, err := cluster.NewForConfig(env.Config, cluster.Options{}, env.Kubeconfig, "envtest", "default")
 	if err != nil {

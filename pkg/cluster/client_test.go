@@ -18,9 +18,7 @@ import (
 )
 
 func TestConnectToRealAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
 

@@ -19,9 +19,7 @@ import (
 // v1.14's CRDs, as a server-side dry run with strict field validation: an unknown or misplaced
 // field, a v1beta1-style reference or a missing required field is refused.
 func TestConvertedAcceptedByAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{filepath.Join(fixtures, "crds")}})
 	env.CreateNamespaces(t, "team-a", "fleet")

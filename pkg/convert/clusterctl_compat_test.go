@@ -19,10 +19,7 @@ import (
 // kinds), every non-zero value it writes is in capctl's output at the same path with the same
 // value (the same upstream conversion); capctl also keeps the references clusterctl drops.
 func TestAgreesWithClusterctlConvert(t *testing.T) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
-	}
+	bin := testenv.Clusterctl(t)
 	home := t.TempDir()
 	cfg := filepath.Join(home, "clusterctl.yaml")
 	if err := os.WriteFile(cfg, []byte("{}\n"), 0o600); err != nil {

@@ -98,9 +98,7 @@ func setupProvidersEnv(t *testing.T) *testenv.Env {
 }
 
 func TestDeleteAgainstAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	c := setupProviders(t)
 	ctx := context.Background()
 	docker := Options{Providers: []Selection{{Type: provider.InfrastructureProviderType, Name: "docker"}}}

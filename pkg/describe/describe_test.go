@@ -30,21 +30,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // env is the one API server of this package (started in TestMain, shared by every test).
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	env, err = testenv.StartForMain(testenv.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the test API server: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 var (
 	setupOnce sync.Once
@@ -54,9 +40,7 @@ var (
 // setup installs the Cluster API CRDs and creates every scenario, once for the package.
 func setup(t testing.TB) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	testenv.FixturesDir(t) // skips, saying why, without the fixtures
 	setupOnce.Do(func() {
 		ctx := context.Background()
@@ -131,9 +115,7 @@ func TestDescribeGolden(t *testing.T) {
 // TestDescribeV1Beta1Only runs against a second API server that serves Cluster API at v1beta1
 // only (a management cluster on the old contract).
 func TestDescribeV1Beta1Only(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	old := testenv.Start(t, testenv.Options{CRDPaths: []string{describetest.V1Beta1CRDs()}})
 	s := describetest.V1Beta1Only()
 	old.CreateNamespaces(t, s.Namespace)

@@ -57,9 +57,7 @@ func seedFleet(tb testing.TB, n int) *testenv.Env {
 // for profiling with -cpuprofile and reports the client's own request count.
 // DESCRIBE_FLEET_CLUSTERS=N picks another fleet size.
 func BenchmarkDescribeClustersFleet(b *testing.B) {
-	if testing.Short() {
-		b.Skip("benchmark: needs a real API server")
-	}
+	testenv.Integration(b)
 	n := 1000
 	if v := os.Getenv("DESCRIBE_FLEET_CLUSTERS"); v != "" {
 		var err error

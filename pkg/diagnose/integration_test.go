@@ -138,9 +138,7 @@ func fixedNow() time.Time { return diagnosetest.Now }
 // Then it breaks the management side (infrastructure controller stopped, webhook without
 // endpoints, an incompatible contract, cert-manager down) and checks those rules.
 func TestRulesOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs real API servers")
-	}
+	testenv.Integration(t)
 	testenv.FixturesDir(t)
 	ctx := context.Background()
 	mgmt, wl := testenv.StartPair(t, testenv.Options{})

@@ -61,10 +61,7 @@ func BenchmarkFirstInit(b *testing.B) {
 // A namespace finalizer stands in for kube-controller-manager, which clusterctl's cert-manager
 // probe waits for.
 func BenchmarkClusterctlFirstInit(b *testing.B) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		b.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary (make test builds it)")
-	}
+	bin := testenv.Clusterctl(b)
 	fixtures := testenv.FixturesDir(b)
 	cfgPath := writeConfigTB(b, fixtures)
 	var seconds, rss float64
@@ -106,10 +103,7 @@ func BenchmarkClusterctlFirstInit(b *testing.B) {
 // the server counted them, peak RSS) with the load average, and reports the medians and
 // capctl/clusterctl (the goal is ≤ 0.5). Run with `make bench BENCH=InitSideBySide`.
 func BenchmarkInitSideBySide(b *testing.B) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		b.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary (make test builds it)")
-	}
+	bin := testenv.Clusterctl(b)
 	runs := 3
 	if v := os.Getenv("INIT_BENCH_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)

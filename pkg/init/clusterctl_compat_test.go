@@ -75,13 +75,8 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 // without it or under -short.
 func needClusterctl(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
-	}
-	if testing.Short() {
-		t.Skip("integration test: needs real API servers")
-	}
+	testenv.Integration(t)
+	bin := testenv.Clusterctl(t)
 	return bin
 }
 

@@ -3,7 +3,6 @@ package clusterinit_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -37,22 +36,7 @@ import (
 
 var shared *testenv.Env
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Short() {
-		var err error
-		shared, err = testenv.StartForMain(testenv.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	if shared != nil {
-		shared.Stop()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 // writeConfig writes a clusterctl.yaml whose providers are the fixture repository's four Cluster
 // API providers plus the tiny test provider, and whose cert-manager is the fixture CRDs.
@@ -111,9 +95,7 @@ func clientsTB(t testing.TB, cfgPath string, restCfg *rest.Config) clusterinit.C
 
 func needShared(t *testing.T) {
 	t.Helper()
-	if testing.Short() || shared == nil {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 }
 
 func TestParseRequests(t *testing.T) {
@@ -464,9 +446,7 @@ func assertInstalled(t *testing.T, c client.Client, version string) {
 // (every Namespace, every CRD, then the rest), so when the cut comes every provider has objects
 // applied and none is recorded yet.
 func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
 	env := testenv.Start(t, testenv.Options{})

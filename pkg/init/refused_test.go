@@ -88,9 +88,7 @@ func newNames(before, after []string) []string {
 // cannot be fetched creates nothing on the API server (not even the inventory CRD), and names
 // every problem of the request at once.
 func TestRefusedInitChangesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
 	writeBrokenProviders(t, cfgPath)

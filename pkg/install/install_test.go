@@ -2,10 +2,8 @@ package install_test
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -29,29 +27,11 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	// One API server for the package: starting one costs seconds of CPU.
-	if !testing.Short() && os.Getenv("CAPCTL_SKIP_ENVTEST") == "" {
-		var err error
-		env, err = testenv.StartForMain(testenv.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	if env != nil {
-		env.Stop()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 func needEnv(t *testing.T) *cluster.Client {
 	t.Helper()
-	if testing.Short() || env == nil {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	// A fresh client per test: its mapper starts empty, as in a capctl run.
 	c, err := cluster.NewForConfig(env.Config, cluster.Options{}, env.Kubeconfig, "envtest", "default")
 	if err != nil {

@@ -14,9 +14,7 @@ import (
 )
 
 func TestInventoryRoundTripOnRealAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
 	c := env.Client
@@ -74,9 +72,7 @@ func TestInventoryRoundTripOnRealAPIServer(t *testing.T) {
 // clusterctl move picks the kinds it carries, so it must not be there; a CRD an older capctl
 // labelled so is repaired.
 func TestInventoryCRDLabelsAreClusterctls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
 	labels := func() map[string]string {

@@ -26,9 +26,7 @@ func newCluster(ns, name string) *unstructured.Unstructured {
 }
 
 func TestGet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{"testdata/clusters-crd.yaml"}})
 	ctx := context.Background()
 	c := env.Client

@@ -117,10 +117,7 @@ func fillFleet(b *testing.B, env *testenv.Env, ns string, n int) {
 // counted by both API servers (apiserver_request_total), so both tools are counted alike; peak
 // RSS is clusterctl's. MOVE_BENCH_CLUSTERS picks the sizes (default 10).
 func BenchmarkClusterctlMoveFleet(b *testing.B) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		b.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary (make test builds it)")
-	}
+	bin := testenv.Clusterctl(b)
 	sizes := []int{10}
 	if v := os.Getenv("MOVE_BENCH_CLUSTERS"); v != "" {
 		sizes = nil

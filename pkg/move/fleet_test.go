@@ -288,19 +288,16 @@ func (b *builder) addClusterClass(name string) int {
 
 // sharedPair is one source/target pair for the package's tests (each test uses its own namespace).
 var (
-	pairOnce   sync.Once
-	pairSrc    *testenv.Env
-	pairDst    *testenv.Env
-	pairErr    error
-	pairCRDs   []string
-	stopShared []func()
+	pairOnce sync.Once
+	pairSrc  *testenv.Env
+	pairDst  *testenv.Env
+	pairErr  error
+	pairCRDs []string
 )
 
 func sharedPair(t *testing.T) (*testenv.Env, *testenv.Env) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	paths := crdPaths(t)
 	pairOnce.Do(func() {
 		pairCRDs = paths
@@ -317,7 +314,7 @@ func sharedPair(t *testing.T) (*testenv.Env, *testenv.Env) {
 		wg.Wait()
 		for _, e := range envs {
 			if e != nil {
-				stopShared = append(stopShared, e.Stop)
+				testenv.AfterTests(e.Stop)
 			}
 		}
 		if pairErr = errorsJoin(errs...); pairErr != nil {

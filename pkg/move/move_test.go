@@ -37,11 +37,7 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrllog.SetLogger(logr.Discard())
 	}
-	code := m.Run()
-	for _, stop := range stopShared {
-		stop()
-	}
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 // snapshot lists the moved kinds in ns: "Kind/name" -> object.

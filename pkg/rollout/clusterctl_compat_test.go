@@ -18,13 +18,8 @@ import (
 // the same objects, one after the other: each sees the other's pause, refuses with the same
 // words, and undoes the other's change.
 func TestClusterctlAgrees(t *testing.T) {
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		t.Skip("set CAPCTL_CLUSTERCTL to a clusterctl v1.14 binary to run this compatibility test")
-	}
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
+	bin := testenv.Clusterctl(t)
 	fixtures := testenv.FixturesDir(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(fixtures, "crds", "cluster.x-k8s.io.yaml"),

@@ -86,9 +86,7 @@ func wantErr(t *testing.T, err error, want string) {
 }
 
 func TestRolloutOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(fixtures, "crds", "cluster.x-k8s.io.yaml"),

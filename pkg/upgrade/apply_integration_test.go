@@ -123,9 +123,7 @@ func deploymentImage(t *testing.T, c client.Client, ns, name string) string {
 }
 
 func TestApplyOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := testenv.FixturesDir(t)
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{filepath.Join(fixtures, "repository", "cert-manager", "v1.21.1", "cert-manager-crds.yaml")}})
 	ctx := testenv.Context(t)

@@ -237,9 +237,7 @@ func resultsOf(r *FleetApplyReport) map[string]string {
 // skips under -short.
 func startFleetEnv(t *testing.T) *testenv.Env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	crds := filepath.Join(testenv.FixturesDir(t), "crds")
 	return testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
@@ -444,9 +442,7 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 // step, not find the objects settled at the old version and go on to the next wave. (No
 // controller runs here: the step cannot finish, so the run must stop at the timeout.)
 func TestApplyFleetResumesTopologyBeforeItPropagates(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	crds := filepath.Join(testenv.FixturesDir(t), "crds")
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
 		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),

@@ -90,9 +90,7 @@ func capiInventory(version string) []inventory.Provider {
 }
 
 func TestProviderPlanOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	fixtures := filepath.Join(testenv.FixturesDir(t), "repository")
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
