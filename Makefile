@@ -23,20 +23,34 @@ export CAPCTL_CLUSTERCTL ?= $(CLUSTERCTL_BIN)
 
 # The Cluster API managers (core, kubeadm bootstrap and control plane, CAPD) that the end-to-end
 # tests and the demo run as host processes, and kube-controller-manager next to kube-apiserver
-# (hack/live-bins.sh). CAPI_SETS: which manager versions (the upgrade test needs both).
+# (hack/live-bins.sh). The demo needs one manager set; the upgrade end-to-end test also the older
+# one, so `make demo` builds only CAPI_DEMO_SETS and `make live-bins` both.
 CAPCTL_CAPI_BINS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/capi
-CAPI_SETS        ?= v1.14.2 v1.13.5:v1.13.7
+CAPI_DEMO_SETS   ?= v1.14.2
+CAPI_E2E_SETS    ?= v1.13.5:v1.13.7
+CAPI_SETS        ?= $(CAPI_DEMO_SETS) $(CAPI_E2E_SETS)
 export CAPCTL_CAPI_BINS
 
+# The test tiers (docs/development.md): unit (-short, no servers), integration (envtest API servers
+# and the reference clusterctl: every package but the live ones) and e2e (live management
+# clusters). test/e2e comes first so that it, the longest, starts first.
+MODULE            := github.com/capctl/capctl
+E2E_PKGS          ?= ./test/e2e/ ./test/demo/ ./internal/livemgmt/
+INTEGRATION_PKGS  ?= $(filter-out $(MODULE)/test/e2e $(MODULE)/test/demo $(MODULE)/internal/livemgmt,$(shell go list ./...))
 # -count=1: integration tests depend on API servers and binaries outside Go's test cache, so a
-# cached pass would prove nothing.
-GO_TEST_FLAGS ?= -count=1 -timeout 75m
-BENCH         ?= .
+# cached pass would prove nothing. A timeout per package and tier: a hung test fails in minutes,
+# not at CI's limit.
+GO_TEST_FLAGS       ?= -count=1
+INTEGRATION_TIMEOUT ?= 30m
+E2E_TIMEOUT         ?= 45m
+# Where `make test` keeps each tier's output while both run (default: a new temporary folder).
+TEST_LOG_DIR        ?=
+BENCH               ?= .
 
-.PHONY: help build install test unit envtest-bins live-bins bench bench-describe demo examples fmt vet fuzz release-snapshot clean
+.PHONY: help build install test unit integration e2e envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot clean
 
 help: ## Show this help
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## Build bin/capctl with the version stamped in
 	go build -ldflags "$(LDFLAGS)" -o bin/capctl ./cmd/capctl
@@ -50,15 +64,25 @@ envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy
 clusterctl-bin: ## Build the reference clusterctl for the compatibility tests (idempotent)
 	@CLUSTERCTL_VERSION=$(CLUSTERCTL_VERSION) hack/clusterctl-bin.sh "$(CLUSTERCTL_BIN)"
 
-live-bins: envtest-bins ## Build the Cluster API managers and kube-controller-manager for the live management clusters (idempotent)
+live-bins: envtest-bins ## Build the Cluster API managers (every set) and kube-controller-manager for the live management clusters (idempotent)
 	@CAPI_SETS="$(CAPI_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-test: envtest-bins clusterctl-bin live-bins ## Run unit and integration tests (real kube-apiserver + etcd, and clusterctl for compatibility)
-	go vet ./...
-	go test $(GO_TEST_FLAGS) ./...
+demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
+	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-unit: ## Run the tests that need no API server
+test: envtest-bins clusterctl-bin live-bins ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
+	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
+	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
+	  integration "go vet ./... && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
+
+unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
+
+integration: envtest-bins clusterctl-bin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
+	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
+
+e2e: live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/livemgmt)
+	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...
@@ -68,7 +92,7 @@ bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clus
 bench-describe: envtest-bins clusterctl-bin ## describe cluster, capctl vs clusterctl on one API server: median s, requests, peak RSS
 	go test -run '^$$' -bench 'BenchmarkDescribeCluster$$' -benchtime 1x -timeout 60m ./pkg/describe/
 
-demo: live-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
+demo: demo-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi
 
 examples: ## Regenerate the demo's provider repository (examples/repository) with controller-gen
