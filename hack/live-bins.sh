@@ -39,6 +39,12 @@ pkg_of() {
 }
 LABELS="cluster-api bootstrap-kubeadm control-plane-kubeadm infrastructure-docker"
 
+# The version a manager reports: CAPD's is the test module's, the others' the core module's.
+stamp_of() {
+  local label="$1" core="$2" test="$3"
+  if [[ "$label" == infrastructure-docker ]]; then echo "$test"; else echo "$core"; fi
+}
+
 build_set() {
   local core="${1%%:*}" test="${1#*:}"
   [[ "$test" == "$1" ]] && test="$core"
@@ -61,15 +67,34 @@ build_set() {
     case "$core" in v1.1[0-3].*) ;; *) mods+=("sigs.k8s.io/cluster-api/api@${core}") ;; esac
     go get "${mods[@]}" >/dev/null 2>&1 || go get "${mods[@]}"
     go mod tidy >/dev/null 2>&1 || go mod tidy
+    # One `go build` per group of managers that carry the same version stamp: it compiles the
+    # packages they share once and links them side by side. `go build -o DIR/` names each binary
+    # after its package's last path element, so the two kubeadm managers go in separate groups.
+    local -A groups=() names=()
+    local key n bin g
     for l in $todo; do
-      local v="$core"; [[ "$l" == infrastructure-docker ]] && v="$test"
+      bin="$(basename "$(pkg_of "$l" "$core")")" n=0
+      key="$(stamp_of "$l" "$core" "$test")"
+      while [[ " ${names[$key#$n]-} " == *" $bin "* ]]; do n=$((n + 1)); done
+      groups[$key#$n]+="$l " names[$key#$n]+="$bin "
+    done
+    for key in "${!groups[@]}"; do
+      g="${groups[$key]% }"
+      local v="${key%#*}"
       local minor="${v#v1.}"; minor="${minor%%.*}"
-      local t0; t0=$(date +%s)
+      local pkgs=() t0 out="$work/out/"
+      for l in $g; do pkgs+=("$(pkg_of "$l" "$core")"); done
+      t0=$(date +%s)
+      rm -rf "$out"
       go build -trimpath \
         -ldflags "-X sigs.k8s.io/cluster-api/version.gitVersion=${v} -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=${minor} -X sigs.k8s.io/cluster-api/version.gitTreeState=clean" \
-        -o "$dir/$l.tmp" "$(pkg_of "$l" "$core")"
-      mv "$dir/$l.tmp" "$dir/$l"
-      log "built $dir/$l in $(( $(date +%s) - t0 ))s"
+        -o "$out" "${pkgs[@]}"
+      for l in $g; do
+        # Renamed beside its final name: each manager appears whole or not at all.
+        mv "$out/$(basename "$(pkg_of "$l" "$core")")" "$dir/$l.tmp"
+        mv "$dir/$l.tmp" "$dir/$l"
+      done
+      log "built ${g// /, } (${v}) into $dir in $(( $(date +%s) - t0 ))s"
     done
   ) || rc=$?
   rm -rf "$work"
