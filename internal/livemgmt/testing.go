@@ -15,25 +15,20 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/capctl/capctl/internal/testenv"
 )
 
 // ManagerVersions are the manager sets hack/live-bins.sh builds by default (CAPI_SETS): the
 // fixtures' v1.14.0 components run on v1.14.2 managers, v1.13.4/v1.13.5 on v1.13.5 ones.
 var ManagerVersions = []string{"v1.14.2", "v1.13.5"}
 
-// RequireBinaries skips the test when binaries are missing outside CI, and fails it in CI
-// (CI=true), where `make test` builds them first and a skip would hide a broken build.
+// RequireBinaries applies the tests' one prerequisite rule (testenv.Require) to the live
+// binaries: skip with the make target locally, fail under CI=true.
 func RequireBinaries(tb testing.TB, versions ...string) {
 	tb.Helper()
 	missing := Missing(versions...)
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("live management cluster binaries missing (%v): run `make live-bins` (several minutes once)", missing)
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	testenv.Require(tb, fmt.Sprintf("live management cluster binaries %v", missing), "live-bins", len(missing) == 0)
 }
 
 // Start runs n live management clusters for a test (waiting while the program already runs as
@@ -42,9 +37,7 @@ func RequireBinaries(tb testing.TB, versions ...string) {
 // versions are the manager sets the test needs (default: v1.14.2).
 func Start(tb testing.TB, n int, versions ...string) (*Host, []*Cluster) {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("end-to-end test: starts live management clusters")
-	}
+	testenv.SkipShort(tb, "end-to-end test: starts live management clusters", "e2e")
 	if len(versions) == 0 {
 		versions = ManagerVersions[:1]
 	}

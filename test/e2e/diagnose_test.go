@@ -142,10 +142,12 @@ func TestDiagnoseLive(t *testing.T) {
 			if !found {
 				t.Errorf("no provisioning finding for %s:\n%s", added, out)
 			}
-		} else {
-			t.Logf("no new Machine reached Provisioning within 90s with CAPD (and its webhooks) stopped")
 		}
 		_, _ = e.capctl(mgmt, "diagnose", "cluster", name, "-n", ns, "--stuck-after", "1s") // the text report, in the test log
+		if added == "" {
+			// The root cause above is checked either way; the per-Machine finding needs a Machine.
+			t.Skip("no new Machine reached Provisioning within 90s with CAPD (and its webhooks) stopped: the provisioning finding was not checked")
+		}
 	})
 }
 
