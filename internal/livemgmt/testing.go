@@ -155,14 +155,14 @@ func WriteConfig(dir, fixtures string) (string, error) {
 
 // Capacity is how many live management clusters one program runs at once: each takes about a
 // gigabyte (etcd, kube-apiserver, kube-controller-manager and four managers) and some CPU even
-// when idle, so the budget is the smaller of MemAvailable/1.5 GiB and 4 per core, at least 1.
+// when idle, so the budget is the smaller of MemAvailable/1.5 GiB and 3 per core, at least 1.
 // LIVEMGMT_MAX_CLUSTERS overrides it. Tests that share a network (no namespaces) run one at a
 // time anyway, since they wait for the host's one CAPD.
 func Capacity() int {
 	if v, err := strconv.Atoi(os.Getenv("LIVEMGMT_MAX_CLUSTERS")); err == nil && v > 0 {
 		return v
 	}
-	n := 4 * runtime.NumCPU()
+	n := 3 * runtime.NumCPU()
 	if avail := memAvailable(); avail > 0 {
 		n = min(n, int(avail/(1536<<20)))
 	}

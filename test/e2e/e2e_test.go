@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,9 @@ import (
 )
 
 var capctlBin string
+
+// initGate bounds the inits that run at once (initAt).
+var initGate = make(chan struct{}, runtime.NumCPU())
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -139,6 +143,11 @@ func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
 // it reports with Errorf, callers check Failed.
 func (e *e2e) initAt(c *livemgmt.Cluster, version string) {
 	e.t.Helper()
+	// init is the one CPU-heavy phase (the API server builds 35 large CRDs): run as many at once
+	// as the machine has cores, so that parallel tests do not push each other's CRDs past init's
+	// establish timeout. Waiting for controllers, the rest of a test, costs little CPU.
+	initGate <- struct{}{}
+	defer func() { <-initGate }()
 	if _, err := e.capctl(c, "init", "--core", "cluster-api:"+version, "--bootstrap", "kubeadm:"+version,
 		"--control-plane", "kubeadm:"+version, "--infrastructure", "docker:"+version); err != nil {
 		e.t.Errorf("capctl init on %s: %v", c.Name, err)
