@@ -15,6 +15,7 @@ import (
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/plugin"
 )
 
 // Command groups, as clusterctl shows them in help.
@@ -93,12 +94,34 @@ used in place of clusterctl on the same management clusters.`),
 func run(args []string, io *iostreams.IOStreams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runContext(ctx, args, io)
+	return runWithPlugins(ctx, args, io, true)
 }
 
+// runContext runs capctl in-process (tests): a plugin runs as a child process.
 func runContext(ctx context.Context, args []string, io *iostreams.IOStreams) int {
+	return runWithPlugins(ctx, args, io, false)
+}
+
+// runWithPlugins runs the command args name; when its first word is no built-in command but a
+// plugin on PATH, the plugin runs instead: replacing this process when replace is set (the real
+// binary on Unix, as kubectl does), else as a child whose exit code is returned.
+func runWithPlugins(ctx context.Context, args []string, io *iostreams.IOStreams, replace bool) int {
 	f := newFactory(io)
 	root := newRootCmd(f)
+	if p, rest, ok := findPlugin(root, args); ok {
+		var err error
+		code := 1
+		if replace {
+			err = plugin.Exec(p, rest)
+		} else {
+			code, err = plugin.Run(p, rest, io.In, io.Out, io.ErrOut)
+		}
+		if err != nil {
+			fmt.Fprintf(io.ErrOut, "Error: %v\n", err)
+			return 1
+		}
+		return code
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
