@@ -47,7 +47,7 @@ E2E_TIMEOUT         ?= 45m
 TEST_LOG_DIR        ?=
 BENCH               ?= .
 
-.PHONY: help build install test unit integration e2e envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot clean
+.PHONY: help build install test unit integration e2e envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -110,8 +110,32 @@ fuzz: ## Run every fuzz target for 30s each
 	    echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime 30s $$pkg || exit 1; \
 	  done; done
 
-release-snapshot: ## Build release archives for every platform with goreleaser (no publish)
-	go run github.com/goreleaser/goreleaser/v2@latest release --snapshot --clean
+# The release tools (goreleaser, syft), pinned and built once from the Go module proxy
+# (hack/release-tools.sh); the release targets put their folder first on PATH.
+RELEASE_TOOLS_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/tools/bin
+# Signing checksums.txt needs a key (COSIGN_KEY, a path, env://VAR or KMS URI) or a keyless
+# identity (CAPCTL_SIGN_KEYLESS=1); without either the snapshot is built unsigned and says so.
+SIGN_SKIP = $(if $(or $(COSIGN_KEY),$(CAPCTL_SIGN_KEYLESS)),,--skip=sign)
+
+release-tools: ## Build the pinned goreleaser and syft from the Go module proxy into the cache (idempotent)
+	@hack/release-tools.sh "$(RELEASE_TOOLS_BIN)" >/dev/null
+
+release-snapshot: release-tools ## Build every release artefact locally (archives, SBOMs, checksums, krew manifest, Homebrew cask; no publish)
+	@$(if $(SIGN_SKIP),echo "release-snapshot: no COSIGN_KEY or CAPCTL_SIGN_KEYLESS: checksums.txt is not signed (everything else is built)" >&2,true)
+	PATH="$(RELEASE_TOOLS_BIN):$$PATH" goreleaser release --snapshot --clean $(SIGN_SKIP)
+
+release-check: ## Validate dist/ from release-snapshot: checksums, an SBOM per archive naming capctl's commit, man pages, completions, krew and Homebrew
+	CAPCTL_RELEASE_DIST=$(CURDIR)/dist go test -count=1 -v ./test/release/
+
+release: release-tools ## Publish a tagged release with goreleaser (needs GITHUB_TOKEN; signs with COSIGN_KEY or CAPCTL_SIGN_KEYLESS)
+	@$(if $(SIGN_SKIP),echo "release: refusing to publish unsigned checksums: set COSIGN_KEY or CAPCTL_SIGN_KEYLESS=1" >&2; exit 1,true)
+	PATH="$(RELEASE_TOOLS_BIN):$$PATH" goreleaser release --clean
+
+docs: ## Regenerate the command reference (docs/reference) and man pages (docs/man) from the cobra commands
+	go test -count=1 -run '^TestCommandReferenceIsCurrent$$' ./cmd/capctl/ -args -update
+
+operator-plugin: ## Build the Cluster API Operator's clusterctl-operator plugin into the cache, for its plugin test (idempotent)
+	@hack/operator-plugin.sh >/dev/null
 
 clean: ## Remove build output
-	rm -rf bin dist
+	rm -rf bin dist completions
