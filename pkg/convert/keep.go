@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// keepWritten puts back the empty maps the user wrote (`selector: {}`) that the typed v1beta2
+// keepWritten puts back the empty selectors the user wrote (`selector: {}`) that the typed v1beta2
 // object leaves out when encoded (omitempty/omitzero), where the v1beta2 type has that field. The
 // user wrote them for a reason: a MachineDeployment's spec.selector is required by the API
 // server's schema, and only the Cluster API defaulting webhook fills it in when it is missing.
@@ -30,7 +30,9 @@ func keepWritten(gvk schema.GroupVersionKind, in, out map[string]any) {
 			}
 			ov, present := outM[k]
 			if !present {
-				if len(im) == 0 && structLike(ftk) {
+				// Only selectors: other empty objects (metadata: {}) are refused by v1beta2's
+				// schemas (minProperties), and converting them away loses nothing.
+				if len(im) == 0 && k == "selector" && structLike(ftk) {
 					outM[k] = map[string]any{}
 				}
 				continue
