@@ -105,6 +105,7 @@ func lockIdentity() string {
 // cancelled, with cause ErrLost, should another process take one over.
 func Acquire(ctx context.Context, c client.Client, namespaces []string, info Info) (*Set, context.Context, error) {
 	l := &Set{c: c, info: info, identity: lockIdentity(), duration: info.Duration, now: info.Now, leases: map[string]*coordinationv1.Lease{}}
+	setLive(l.identity, true)
 	if l.duration <= 0 {
 		l.duration = DefaultDuration
 	}
@@ -112,6 +113,7 @@ func Acquire(ctx context.Context, c client.Client, namespaces []string, info Inf
 		l.now = time.Now
 	}
 	if err := l.Add(ctx, namespaces); err != nil {
+		setLive(l.identity, false)
 		return nil, ctx, err
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
@@ -206,6 +208,12 @@ func (l *Set) holderAlive(lease *coordinationv1.Lease) (bool, *LockedError) {
 	ann := lease.Annotations
 	if host, _ := os.Hostname(); ann[lockHostAnnotation] == host && host != "" {
 		if pid, err := strconv.Atoi(ann[lockPIDAnnotation]); err == nil && pid > 0 && !processExists(pid) {
+			return false, nil
+		}
+		// Our own process, but no Set of it holds that identity any more: the operation ended
+		// without deleting its Lease (its API server had gone away), so a re-run in the same
+		// process need not wait. A Set of ours still running is live and refused.
+		if ann[lockPIDAnnotation] == strconv.Itoa(os.Getpid()) && !liveHere(*s.HolderIdentity) {
 			return false, nil
 		}
 	}
@@ -306,6 +314,7 @@ func (l *Set) Release(ctx context.Context) {
 	}
 	close(l.stop)
 	<-l.done
+	defer setLive(l.identity, false)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	nss := l.Namespaces()
@@ -339,4 +348,26 @@ func (l *Set) Namespaces() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// live are the identities of this process's Sets that have not been released.
+var (
+	liveMu sync.Mutex
+	live   = map[string]bool{}
+)
+
+func setLive(id string, on bool) {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	if on {
+		live[id] = true
+	} else {
+		delete(live, id)
+	}
+}
+
+func liveHere(id string) bool {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	return live[id]
 }
