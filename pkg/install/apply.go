@@ -30,7 +30,9 @@ const FieldManager = "capctl"
 
 // Defaults of ApplyOptions.
 const (
-	DefaultCRDTimeout   = time.Minute
+	// An API server on a busy machine (several management clusters initialising on 2 cores)
+	// took over a minute to establish 35 CRDs; a CRD that never establishes is still named.
+	DefaultCRDTimeout   = 3 * time.Minute
 	DefaultRetryTimeout = 10 * time.Second
 	// DefaultConcurrency bounds the objects of one level (Namespaces, CRDs, the rest) applied at
 	// once: enough to hide the API server's per-request latency (a large CRD takes ~100 ms to
@@ -81,7 +83,7 @@ type ApplyOptions struct {
 	NoForce bool
 	// DryRun sends every write as a server-side dry run; nothing is persisted.
 	DryRun bool
-	// CRDTimeout bounds the wait for CRDs to be Established (default 1 min).
+	// CRDTimeout bounds the wait for CRDs to be Established (default 3 min).
 	CRDTimeout time.Duration
 	// RetryTimeout bounds the retries of one object on transient errors (default 10 s).
 	RetryTimeout time.Duration
