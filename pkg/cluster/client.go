@@ -88,22 +88,14 @@ func Scheme() *runtime.Scheme {
 // LoadRESTConfig resolves kubeconfig and context into a REST config, with errors that name the
 // kubeconfig file(s) and list the contexts that do exist.
 func LoadRESTConfig(opts Options) (*rest.Config, string, string, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	flag := opts.KubeconfigFlag
 	if flag == "" {
 		flag = "--kubeconfig"
 	}
 	ctxFlag := flag + "-context"
-	if opts.Kubeconfig != "" {
-		if _, err := os.Stat(opts.Kubeconfig); err != nil {
-			return nil, "", "", "", fmt.Errorf("kubeconfig %s: %w (check %s)", opts.Kubeconfig, err, flag)
-		}
-		rules.ExplicitPath = opts.Kubeconfig
-	}
-	files := describeFiles(rules)
-	raw, err := rules.Load()
+	raw, rules, files, err := loadKubeconfig(opts.Kubeconfig, flag)
 	if err != nil {
-		return nil, "", "", "", fmt.Errorf("loading kubeconfig %s: %w", files, err)
+		return nil, "", "", "", err
 	}
 	ctxName := opts.Context
 	if ctxName == "" {
@@ -131,6 +123,49 @@ func LoadRESTConfig(opts Options) (*rest.Config, string, string, string, error) 
 	return cfg, files, ctxName, ns, nil
 }
 
+// Kubeconfig is the kubeconfig as client-go's loading rules merge it (--kubeconfig, else the
+// KUBECONFIG list of files, else ~/.kube/config), and the file(s) it came from, for messages.
+type Kubeconfig struct {
+	Config *clientcmdapi.Config
+	Files  string
+}
+
+// LoadKubeconfig reads the kubeconfig without choosing a context (commands over several
+// management clusters pick theirs from it).
+func LoadKubeconfig(explicitPath string) (*Kubeconfig, error) {
+	raw, _, files, err := loadKubeconfig(explicitPath, "--kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	return &Kubeconfig{Config: raw, Files: files}, nil
+}
+
+// ContextNames are the kubeconfig's contexts, sorted.
+func (k *Kubeconfig) ContextNames() []string {
+	names := make([]string, 0, len(k.Config.Contexts))
+	for n := range k.Config.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func loadKubeconfig(explicitPath, flag string) (*clientcmdapi.Config, *clientcmd.ClientConfigLoadingRules, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if explicitPath != "" {
+		if _, err := os.Stat(explicitPath); err != nil {
+			return nil, nil, "", fmt.Errorf("kubeconfig %s: %w (check %s)", explicitPath, err, flag)
+		}
+		rules.ExplicitPath = explicitPath
+	}
+	files := describeFiles(rules)
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("loading kubeconfig %s: %w", files, err)
+	}
+	return raw, rules, files, nil
+}
+
 func describeFiles(rules *clientcmd.ClientConfigLoadingRules) string {
 	if rules.ExplicitPath != "" {
 		return rules.ExplicitPath
@@ -148,11 +183,7 @@ func describeFiles(rules *clientcmd.ClientConfigLoadingRules) string {
 }
 
 func contextNames(cfg *clientcmdapi.Config) string {
-	names := make([]string, 0, len(cfg.Contexts))
-	for n := range cfg.Contexts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := (&Kubeconfig{Config: cfg}).ContextNames()
 	if len(names) == 0 {
 		return "none"
 	}

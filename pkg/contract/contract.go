@@ -80,6 +80,24 @@ func AllowContract(c string) CheckOption {
 	return func(o *checkOptions) { o.allowed = append(o.allowed, c) }
 }
 
+// ManagementContract is the version the management cluster stores Clusters at (its Cluster CRD's
+// storage version): the contract its Cluster API speaks. A cluster without the CRD is
+// ErrNotInstalled.
+func ManagementContract(ctx context.Context, c client.Reader) (string, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ClusterCRD}, crd); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return "", fmt.Errorf("%w: CRD %s not found; install it with `capctl init` first", ErrNotInstalled, ClusterCRD)
+		}
+		return "", fmt.Errorf("reading CRD %s to check the management cluster's contract: %w", ClusterCRD, err)
+	}
+	stored := StorageVersion(crd)
+	if stored == "" {
+		return "", fmt.Errorf("%w: CRD %s marks no storage version", ErrUnsupported, ClusterCRD)
+	}
+	return stored, nil
+}
+
 // CheckManagementCluster is clusterctl v1.14's management-cluster contract check: the Cluster CRD
 // must exist and store its objects at the current contract's version (or one allowed by opts).
 func CheckManagementCluster(ctx context.Context, c client.Reader, opts ...CheckOption) error {
@@ -87,19 +105,12 @@ func CheckManagementCluster(ctx context.Context, c client.Reader, opts ...CheckO
 	for _, opt := range opts {
 		opt(&o)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ClusterCRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			if o.allowNotInstalled {
-				return nil
-			}
-			return fmt.Errorf("%w: CRD %s not found; install it with `capctl init` first", ErrNotInstalled, ClusterCRD)
+	stored, err := ManagementContract(ctx, c)
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && o.allowNotInstalled {
+			return nil
 		}
-		return fmt.Errorf("reading CRD %s to check the management cluster's contract: %w", ClusterCRD, err)
-	}
-	stored := StorageVersion(crd)
-	if stored == "" {
-		return fmt.Errorf("%w: CRD %s marks no storage version", ErrUnsupported, ClusterCRD)
+		return err
 	}
 	if slices.Contains(o.allowed, stored) {
 		return nil

@@ -14,11 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // ClusterSummary is one row of `describe clusters`.
 type ClusterSummary struct {
-	Name         string    `json:"name"`
+	// ManagementCluster is the kubeconfig context the row was read from, set only in a view over
+	// several management clusters (--contexts, --all-contexts).
+	ManagementCluster string    `json:"managementCluster,omitempty"`
+	Name              string    `json:"name"`
 	Namespace    string    `json:"namespace"`
 	Version      string    `json:"version,omitempty"`
 	ClusterClass string    `json:"clusterClass,omitempty"`
@@ -207,7 +211,11 @@ func RenderSummary(w io.Writer, rows []ClusterSummary, o RenderOptions) error {
 		now = time.Now()
 	}
 	p := palette{on: o.Color}
-	t := output.NewTable(w, "NAMESPACE", "NAME", "VERSION", "CONTROL PLANE", "WORKERS", "AVAILABLE", "REASON", "PAUSED", "AGE")
+	multi := false
+	for _, s := range rows {
+		multi = multi || s.ManagementCluster != ""
+	}
+	t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "NAMESPACE", "NAME", "VERSION", "CONTROL PLANE", "WORKERS", "AVAILABLE", "REASON", "PAUSED", "AGE")...)
 	for _, s := range rows {
 		avail := p.status(Condition{Type: availableCondition, Status: s.Available})
 		paused := "false"
@@ -230,7 +238,7 @@ func RenderSummary(w io.Writer, rows []ClusterSummary, o RenderOptions) error {
 		if version == "" {
 			version = "-"
 		}
-		t.Row(s.Namespace, name, version, s.ControlPlane.String(), s.Workers.String(), avail, s.Reason, paused, age)
+		t.Row(multicluster.Lead(multi, s.ManagementCluster, s.Namespace, name, version, s.ControlPlane.String(), s.Workers.String(), avail, s.Reason, paused, age)...)
 	}
 	return t.Flush()
 }

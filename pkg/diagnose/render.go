@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // RenderOptions tune the text output.
@@ -115,6 +116,10 @@ func RenderFleet(w io.Writer, fr *FleetReport, o RenderOptions) error {
 		now = time.Now()
 	}
 	rows := make([][]string, 0, len(fr.Clusters))
+	multi := false
+	for _, r := range fr.Clusters {
+		multi = multi || r.ManagementCluster != ""
+	}
 	for _, r := range fr.Clusters {
 		status := paint(o.Color, "32", "healthy")
 		rule, object, since, summary := "", "", "", ""
@@ -130,70 +135,82 @@ func RenderFleet(w io.Writer, fr *FleetReport, o RenderOptions) error {
 				}
 			}
 		}
-		rows = append(rows, []string{r.Namespace, r.Name, status, fmt.Sprint(r.Problems), rule, object, since, summary})
+		rows = append(rows, multicluster.Lead(multi, r.ManagementCluster, r.Namespace, r.Name, status, fmt.Sprint(r.Problems), rule, object, since, summary))
 	}
 	if fr.ManagementError != "" {
 		if _, err := fmt.Fprintf(w, "Management side not checked: %s\n", fr.ManagementError); err != nil {
 			return err
 		}
 	}
-	return output.WriteTable(w, []string{"NAMESPACE", "NAME", "STATUS", "PROBLEMS", "ROOT CAUSE", "OBJECT", "SINCE", "SUMMARY"}, rows)
+	return output.WriteTable(w, multicluster.Lead(multi, multicluster.Column, "NAMESPACE", "NAME", "STATUS", "PROBLEMS", "ROOT CAUSE", "OBJECT", "SINCE", "SUMMARY"), rows)
 }
 
 // RenderProviders prints the inventory with the state of each provider.
 func RenderProviders(w io.Writer, m *Management) error {
 	rows := make([][]string, 0, len(m.Providers))
 	for _, p := range m.Providers {
-		contract := p.Contract
-		if contract == "" {
-			contract = "-"
-		} else if !p.ContractCompatible {
-			contract += " (incompatible with " + m.CoreContract + ")"
-		}
-		controller := "available"
-		if !p.ControllerAvailable {
-			controller = "NOT available"
-			if len(p.Deployments) == 0 {
-				controller = "no Deployment"
-			}
-		}
-		webhook := "-"
-		if p.WebhookAnswers != nil {
-			webhook = "answers"
-			if !*p.WebhookAnswers {
-				webhook = "NOT answering"
-			}
-		}
-		var conc []string
-		for _, d := range p.Deployments {
-			for k, v := range d.Concurrency {
-				conc = append(conc, strings.TrimPrefix(k, "--")+"="+v)
-			}
-		}
-		sort.Strings(conc)
-		cs := strings.Join(conc, ",")
-		if cs == "" {
-			cs = "-"
-		}
-		rows = append(rows, []string{p.Namespace, p.Name, string(p.Type), p.Version, contract, controller, webhook, cs})
+		rows = append(rows, providerRow(p, m.CoreContract))
 	}
-	if err := output.WriteTable(w, []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT", "CONTROLLER", "WEBHOOK", "CONCURRENCY"}, rows); err != nil {
+	if err := output.WriteTable(w, providerHeader, rows); err != nil {
 		return err
 	}
 	if cm := m.CertManager; cm != nil {
-		state := "not installed"
-		switch {
-		case cm.Installed && cm.Ready:
-			state = "ready"
-		case cm.Installed:
-			state = "NOT ready"
-		}
-		v := ""
-		if cm.Version != "" {
-			v = " " + cm.Version
-		}
-		_, err := fmt.Fprintf(w, "\ncert-manager%s: %s\n", v, state)
+		_, err := fmt.Fprintf(w, "\ncert-manager%s\n", certManagerState(cm))
 		return err
 	}
 	return nil
+}
+
+var providerHeader = []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT", "CONTROLLER", "WEBHOOK", "CONCURRENCY"}
+
+// certManagerState is " v1.19.1: ready", ": not installed", ...
+func certManagerState(cm *CertManagerStatus) string {
+	state := "not installed"
+	switch {
+	case cm.Installed && cm.Ready:
+		state = "ready"
+	case cm.Installed:
+		state = "NOT ready"
+	}
+	v := ""
+	if cm.Version != "" {
+		v = " " + cm.Version
+	}
+	return v + ": " + state
+}
+
+// providerRow is one provider's cells of the providers table.
+func providerRow(p ProviderStatus, coreContract string) []string {
+	contract := p.Contract
+	if contract == "" {
+		contract = "-"
+	} else if !p.ContractCompatible {
+		contract += " (incompatible with " + coreContract + ")"
+	}
+	controller := "available"
+	if !p.ControllerAvailable {
+		controller = "NOT available"
+		if len(p.Deployments) == 0 {
+			controller = "no Deployment"
+		}
+	}
+	webhook := "-"
+	if p.WebhookAnswers != nil {
+		webhook = "answers"
+		if !*p.WebhookAnswers {
+			webhook = "NOT answering"
+		}
+	}
+	var conc []string
+	for _, d := range p.Deployments {
+		for k, v := range d.Concurrency {
+			conc = append(conc, strings.TrimPrefix(k, "--")+"="+v)
+		}
+	}
+	sort.Strings(conc)
+	cs := strings.Join(conc, ",")
+	if cs == "" {
+		cs = "-"
+	}
+	return []string{p.Namespace, p.Name, string(p.Type), p.Version, contract, controller, webhook, cs}
 }

@@ -55,7 +55,10 @@ type FleetReport struct {
 
 // FleetRow is one cluster of the fleet.
 type FleetRow struct {
-	Namespace string    `json:"namespace"`
+	// ManagementCluster is the kubeconfig context of the row, set only in a view over several
+	// management clusters.
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	Namespace         string `json:"namespace"`
 	Name      string    `json:"name"`
 	Healthy   bool      `json:"healthy"`
 	Problems  int       `json:"problems"`
