@@ -11,6 +11,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 func init() {
@@ -151,6 +152,9 @@ type describeClustersOptions struct {
 	Color         *bool
 	Output        output.Format
 	Now           func() time.Time
+	// Contexts are the management clusters of --contexts/--all-contexts (none: the one of
+	// --kubeconfig/--kubeconfig-context).
+	Contexts multicluster.Selection
 }
 
 func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) error) *cobra.Command {
@@ -161,11 +165,16 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 		Short: "One summary row per workload cluster: version, control plane and workers, availability",
 		Example: strings.TrimSpace(`
   capctl describe clusters -A
-  capctl describe clusters -n prod -o json`),
+  capctl describe clusters -n prod -o json
+  capctl describe clusters -A --all-contexts
+  capctl describe clusters -A --contexts eu-1,us-1 -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.AllNamespaces && cmd.Flags().Changed("namespace") {
 				return usageErrorf("--all-namespaces and --namespace cannot be used together")
+			}
+			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("color") {
 				o.Color = &color
@@ -180,12 +189,26 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List clusters of every namespace")
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
 	cmd.Flags().BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
 func (o *describeClustersOptions) run(ctx context.Context) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
+	}
+	if o.Contexts.Enabled() {
+		members, err := o.Members(ctx, o.Contexts)
+		if err != nil {
+			return err
+		}
+		v := describe.SummarizeEach(ctx, members, describe.SummaryOptions{Namespace: o.Namespace, AllNamespaces: o.AllNamespaces})
+		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error {
+			return describe.RenderSummaryView(w, v, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
+		}); err != nil {
+			return err
+		}
+		return multiExit(v.ManagementClusters, false)
 	}
 	c, err := o.Cluster(ctx)
 	if err != nil {

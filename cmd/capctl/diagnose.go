@@ -12,6 +12,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 func init() { registerCommand(newDiagnoseCmd) }
@@ -178,6 +179,8 @@ type DiagnoseClustersOptions struct {
 	Output          output.Format
 	Color           *bool
 	Now             func() time.Time
+	// Contexts are the management clusters of --contexts/--all-contexts.
+	Contexts multicluster.Selection
 }
 
 func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
@@ -191,7 +194,12 @@ Diagnose every workload cluster of the namespace (-A: of every namespace) with t
 ` + "`diagnose cluster`" + `, a few clusters at a time, and print one line per cluster, problems first,
 with its root cause. The management side is read once. -o json|yaml prints every finding.
 
-Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis itself failed.`),
+With --contexts a,b or --all-contexts, diagnose the clusters of several management clusters as
+one table (a first MANAGEMENT column), then one row per management cluster; one that cannot be
+read is reported in its row and the others are still diagnosed.
+
+Exit codes: 0 no cluster has a problem, 2 some cluster has one, 3 some management cluster could
+not be read (--contexts/--all-contexts), 1 the diagnosis itself failed.`),
 		Example: strings.TrimSpace(`
   capctl diagnose clusters -A
   capctl diagnose clusters -n prod -o json | jq '.clusters[] | select(.healthy | not) | .root.rule'`),
@@ -206,12 +214,16 @@ Exit codes: 0 no cluster has a problem, 2 some cluster has one, 1 the diagnosis 
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
 			return o.Run(cmd.Context())
 		},
 	}
+	addContextsFlags(cmd, &o.Contexts)
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to diagnose (default: the kubeconfig context's namespace)")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose the clusters of every namespace")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
@@ -233,6 +245,9 @@ func (o *DiagnoseClustersOptions) Validate() error {
 
 // Run diagnoses the fleet and prints it.
 func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
+	if o.Contexts.Enabled() {
+		return o.runMulti(ctx)
+	}
 	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
 	if err != nil {
 		return err
@@ -263,4 +278,26 @@ func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
 		return exitCodeError{code: exitProblemsFound}
 	}
 	return nil
+}
+
+// runMulti diagnoses the clusters of several management clusters as one view.
+func (o *DiagnoseClustersOptions) runMulti(ctx context.Context) error {
+	if o.Color != nil {
+		o.IO.ForceColor(*o.Color)
+	}
+	members, err := o.Members(ctx, o.Contexts)
+	if err != nil {
+		return err
+	}
+	v := diagnose.ClustersEach(ctx, members, diagnose.FleetOptions{
+		Options: diagnose.Options{Namespace: o.Namespace, StuckAfter: o.StuckAfter, Workload: o.Workload,
+			WorkloadTimeout: o.WorkloadTimeout, Now: o.Now},
+		AllNamespaces: o.AllNamespaces, Concurrency: o.Concurrency,
+	})
+	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error {
+		return diagnose.RenderFleetView(w, v, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
+	}); err != nil {
+		return err
+	}
+	return multiExit(v.ManagementClusters, true)
 }

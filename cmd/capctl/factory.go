@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -88,6 +90,42 @@ func (f *factory) Cluster(ctx context.Context) (*cluster.Client, error) {
 	return c, nil
 }
 
+// Members connects to every management cluster the selection names (the kubeconfig of
+// --kubeconfig, else the KUBECONFIG list as client-go merges it).
+func (f *factory) Members(ctx context.Context, sel multicluster.Selection) ([]multicluster.Member, error) {
+	opts := f.ClusterOptions()
+	opts.Context = ""
+	return multicluster.Open(ctx, opts, sel)
+}
+
+// addContextsFlags adds --contexts and --all-contexts, the choice of several management clusters.
+func addContextsFlags(cmd *cobra.Command, sel *multicluster.Selection) {
+	cmd.Flags().StringSliceVar(&sel.Contexts, "contexts", nil, "Run over these management clusters: kubeconfig contexts separated by commas (one table, a MANAGEMENT column)")
+	cmd.Flags().BoolVar(&sel.All, "all-contexts", false, "Run over every context of the kubeconfig (--kubeconfig, else the KUBECONFIG list merged as kubectl merges it)")
+}
+
+// checkContextsFlags refuses a selection that cannot work, before any file or cluster is read.
+func checkContextsFlags(cmd *cobra.Command, sel multicluster.Selection) error {
+	if !sel.Enabled() {
+		return nil
+	}
+	if cmd.Flags().Lookup("kubeconfig-context") != nil && cmd.Flags().Changed("kubeconfig-context") {
+		return usageErrorf("--kubeconfig-context names one management cluster: it cannot be combined with --contexts or --all-contexts")
+	}
+	if err := sel.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// multiExit ends a multi-management-cluster run with its exit code (multicluster.ExitCode).
+func multiExit(ms []multicluster.ManagementCluster, judge bool) error {
+	if code := multicluster.ExitCode(ms, judge); code != multicluster.ExitOK {
+		return exitCodeError{code: code}
+	}
+	return nil
+}
+
 // deps are what a command's run needs from the factory, as fields so that a test can call run
 // with its own streams and clients (gh's pattern). Commands fill them with f.deps().
 type deps struct {
@@ -100,12 +138,15 @@ type deps struct {
 	// Repository builds the provider repository client (offline: no network at all).
 	Repository func(ctx context.Context, offline bool) (*repository.Client, error)
 	Logger     func() *logging.Logger
+	// Members connects to the management clusters of --contexts/--all-contexts.
+	Members func(context.Context, multicluster.Selection) ([]multicluster.Member, error)
 }
 
 func (f *factory) deps() deps {
 	return deps{
 		IO: f.IO, Config: f.Config, Cluster: f.Cluster,
 		OptionalCluster: f.OptionalCluster, Repository: f.repositoryClient, Logger: f.Logger,
+		Members: f.Members,
 	}
 }
 

@@ -9,12 +9,15 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // GetProvidersOptions are the flags of `get providers`.
 type GetProvidersOptions struct {
 	deps
 	Output output.Format
+	// Contexts are the management clusters of --contexts/--all-contexts.
+	Contexts multicluster.Selection
 }
 
 func newCmdGetProviders(f *factory, runF func(*GetProvidersOptions) error) *cobra.Command {
@@ -29,9 +32,13 @@ controller Deployment is available and their webhook answers (Service with ready
 injected), and the --*-concurrency flags their controllers run with. cert-manager's state follows.`),
 		Example: strings.TrimSpace(`
   capctl get providers
-  capctl get providers -o yaml`),
+  capctl get providers -o yaml
+  capctl get providers --all-contexts`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -39,11 +46,23 @@ injected), and the --*-concurrency flags their controllers run with. cert-manage
 		},
 	}
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
+	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
 // Run reads the providers and prints them.
 func (o *GetProvidersOptions) Run(ctx context.Context) error {
+	if o.Contexts.Enabled() {
+		members, err := o.Members(ctx, o.Contexts)
+		if err != nil {
+			return err
+		}
+		v := diagnose.ProvidersEach(ctx, members)
+		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return diagnose.RenderProvidersView(w, v) }); err != nil {
+			return err
+		}
+		return multiExit(v.ManagementClusters, false)
+	}
 	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err

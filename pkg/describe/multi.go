@@ -59,4 +59,3 @@ func RenderSummaryView(w io.Writer, v *SummaryView, o RenderOptions) error {
 	}
 	return multicluster.RenderSummary(w, v.Summary)
 }
-

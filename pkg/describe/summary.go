@@ -23,16 +23,16 @@ type ClusterSummary struct {
 	// several management clusters (--contexts, --all-contexts).
 	ManagementCluster string    `json:"managementCluster,omitempty"`
 	Name              string    `json:"name"`
-	Namespace    string    `json:"namespace"`
-	Version      string    `json:"version,omitempty"`
-	ClusterClass string    `json:"clusterClass,omitempty"`
-	ControlPlane Counts    `json:"controlPlane"`
-	Workers      Counts    `json:"workers"`
-	Available    string    `json:"available"`
-	Reason       string    `json:"reason,omitempty"`
-	Paused       bool      `json:"paused"`
-	Deleting     bool      `json:"deleting,omitempty"`
-	Created      time.Time `json:"created"`
+	Namespace         string    `json:"namespace"`
+	Version           string    `json:"version,omitempty"`
+	ClusterClass      string    `json:"clusterClass,omitempty"`
+	ControlPlane      Counts    `json:"controlPlane"`
+	Workers           Counts    `json:"workers"`
+	Available         string    `json:"available"`
+	Reason            string    `json:"reason,omitempty"`
+	Paused            bool      `json:"paused"`
+	Deleting          bool      `json:"deleting,omitempty"`
+	Created           time.Time `json:"created"`
 }
 
 // Counts are ready/desired replicas; nil when the cluster does not report them.

@@ -57,13 +57,13 @@ type FleetReport struct {
 type FleetRow struct {
 	// ManagementCluster is the kubeconfig context of the row, set only in a view over several
 	// management clusters.
-	ManagementCluster string `json:"managementCluster,omitempty"`
-	Namespace         string `json:"namespace"`
-	Name      string    `json:"name"`
-	Healthy   bool      `json:"healthy"`
-	Problems  int       `json:"problems"`
-	Root      *Finding  `json:"root,omitempty"`
-	Findings  []Finding `json:"findings"`
+	ManagementCluster string    `json:"managementCluster,omitempty"`
+	Namespace         string    `json:"namespace"`
+	Name              string    `json:"name"`
+	Healthy           bool      `json:"healthy"`
+	Problems          int       `json:"problems"`
+	Root              *Finding  `json:"root,omitempty"`
+	Findings          []Finding `json:"findings"`
 	// Workload is set when the workload cluster was read (see Input.NeedsWorkload): whether it
 	// answered within WorkloadTimeout, and why not.
 	Workload *WorkloadSummary `json:"workload,omitempty"`
