@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -82,10 +84,18 @@ func Start(tb testing.TB, opts Options) *Env {
 // StartPair runs two API servers at once (the source and target of a move).
 func StartPair(tb testing.TB, opts Options) (*Env, *Env) {
 	tb.Helper()
+	envs := StartN(tb, 2, opts)
+	return envs[0], envs[1]
+}
+
+// StartN runs n API servers at once (several management clusters) and stops them when the
+// test ends.
+func StartN(tb testing.TB, n int, opts Options) []*Env {
+	tb.Helper()
 	RequireAssets(tb)
 	var wg sync.WaitGroup
-	envs := make([]*Env, 2)
-	errs := make([]error, 2)
+	envs := make([]*Env, n)
+	errs := make([]error, n)
 	for i := range envs {
 		wg.Add(1)
 		go func(i int) {
@@ -101,11 +111,40 @@ func StartPair(tb testing.TB, opts Options) (*Env, *Env) {
 					e.Stop()
 				}
 			}
-			tb.Fatalf("starting test API server %d of 2: %v", i+1, err)
+			tb.Fatalf("starting test API server %d of %d: %v", i+1, n, err)
 		}
 	}
-	tb.Cleanup(func() { envs[0].Stop(); envs[1].Stop() })
-	return envs[0], envs[1]
+	tb.Cleanup(func() {
+		for _, e := range envs {
+			e.Stop()
+		}
+	})
+	return envs
+}
+
+// KubeconfigAs writes a copy of the server's kubeconfig whose context, cluster and user are
+// all called name (and current), into a folder of the test: several of them in one KUBECONFIG
+// list make a kubeconfig with one context per management cluster, as client-go merges it.
+func (e *Env) KubeconfigAs(tb testing.TB, name string) string {
+	tb.Helper()
+	cfg, err := clientcmd.LoadFromFile(e.Kubeconfig)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	if cur == nil {
+		tb.Fatalf("kubeconfig %s has no current context", e.Kubeconfig)
+	}
+	out := clientcmdapi.NewConfig()
+	out.Clusters[name] = cfg.Clusters[cur.Cluster]
+	out.AuthInfos[name] = cfg.AuthInfos[cur.AuthInfo]
+	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: cur.Namespace}
+	out.CurrentContext = name
+	path := filepath.Join(tb.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*out, path); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // StartForMain is Start for a TestMain that shares one server across a package's tests; the
