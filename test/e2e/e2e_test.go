@@ -224,6 +224,20 @@ func condition(u *unstructured.Unstructured, typ string) (string, string) {
 // not in time it fails the test with the describe tree and the managers' last log lines.
 func (e *e2e) waitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.Duration) {
 	e.t.Helper()
+	if msg := e.awaitAvailable(c, ns, name, timeout); msg != "" {
+		e.t.Fatal(msg)
+	}
+}
+
+// waitAvailableE is waitAvailable for parallel goroutines: it reports with Errorf.
+func (e *e2e) waitAvailableE(c *livemgmt.Cluster, ns, name string, timeout time.Duration) {
+	if msg := e.awaitAvailable(c, ns, name, timeout); msg != "" {
+		e.t.Error(msg)
+	}
+}
+
+// awaitAvailable is the wait of waitAvailable: "" once Available, else what went wrong.
+func (e *e2e) awaitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.Duration) string {
 	ctx := context.Background()
 	start := time.Now()
 	var last string
@@ -233,7 +247,7 @@ func (e *e2e) waitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.D
 			st, msg := condition(u, "Available")
 			if st == "True" {
 				e.t.Logf("Cluster %s/%s Available on %s after %s", ns, name, c.Name, time.Since(start).Round(time.Second))
-				return
+				return ""
 			}
 			last = fmt.Sprintf("Available=%s %s", st, msg)
 		} else {
@@ -241,7 +255,7 @@ func (e *e2e) waitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.D
 		}
 		time.Sleep(2 * time.Second)
 	}
-	e.t.Fatalf("Cluster %s/%s not Available on %s after %s (%s)\n%s", ns, name, c.Name, timeout, last,
+	return fmt.Sprintf("Cluster %s/%s not Available on %s after %s (%s)\n%s", ns, name, c.Name, timeout, last,
 		e.host.Diagnose(ctx, c, capctlBin, ns, name))
 }
 

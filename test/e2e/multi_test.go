@@ -87,29 +87,6 @@ func TestThreeManagementClustersLive(t *testing.T) {
 	)
 }
 
-// waitAvailableE is waitAvailable for parallel goroutines: it reports with Errorf.
-func (e *e2e) waitAvailableE(c *livemgmt.Cluster, ns, name string, timeout time.Duration) {
-	ctx := context.Background()
-	start := time.Now()
-	var last string
-	for time.Since(start) < timeout {
-		u, err := getCluster(ctx, c, ns, name)
-		if err == nil {
-			st, msg := condition(u, "Available")
-			if st == "True" {
-				e.t.Logf("Cluster %s/%s Available on %s after %s", ns, name, c.Name, time.Since(start).Round(time.Second))
-				return
-			}
-			last = fmt.Sprintf("Available=%s %s", st, msg)
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(2 * time.Second)
-	}
-	e.t.Errorf("Cluster %s/%s not Available on %s after %s (%s)\n%s", ns, name, c.Name, timeout, last,
-		e.host.Diagnose(ctx, c, capctlBin, ns, name))
-}
-
 // scaleAndWait adds a worker through the topology and waits until want Machines run.
 func (e *e2e) scaleAndWait(c *livemgmt.Cluster, ns, name string, want int) {
 	ctx := context.Background()
