@@ -70,7 +70,7 @@ live-bins: envtest-bins ## Build the Cluster API managers (every set) and kube-c
 demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
 	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-test: envtest-bins clusterctl-bin live-bins ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
+test: envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
 	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
 	  integration "go vet ./... && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
@@ -78,7 +78,7 @@ test: envtest-bins clusterctl-bin live-bins ## Run every tier: go vet, unit and 
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
 
-integration: envtest-bins clusterctl-bin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
+integration: envtest-bins clusterctl-bin operator-plugin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
 	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 e2e: live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/livemgmt)

@@ -124,3 +124,53 @@ func TestPluginExecByTheBinary(t *testing.T) {
 		t.Fatalf("stdout %q (want %q), stderr %q", stdout.String(), want, stderr.String())
 	}
 }
+
+// TestOperatorPluginHelp runs the real Cluster API Operator plugin (clusterctl-operator, built from
+// the module proxy by `make operator-plugin`) as `capctl operator`, in-process and through the
+// built binary: its help comes through, and so does its exit code for an unknown subcommand.
+func TestOperatorPluginHelp(t *testing.T) {
+	plugin := testenv.OperatorPlugin(t)
+	if runtime.GOOS == "windows" {
+		t.Skip("the plugin is linked into a PATH folder")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(plugin, filepath.Join(dir, "clusterctl-operator")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	out, errOut, code := runCapctl(t, "operator", "--help")
+	if code != 0 {
+		t.Fatalf("capctl operator --help: code %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"capioperator [command]", "Initialize a management cluster", "preload"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("capctl operator --help lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The plugin's own exit code for a command it does not know, run directly, is what capctl
+	// must pass on.
+	direct := exec.Command(plugin, "no-such-subcommand")
+	err := direct.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("clusterctl-operator no-such-subcommand: %v, want a non-zero exit", err)
+	}
+	want := exit.ExitCode()
+	if _, errOut, code := runCapctl(t, "operator", "no-such-subcommand"); code != want {
+		t.Errorf("capctl operator no-such-subcommand: code %d, want the plugin's %d (stderr %q)", code, want, errOut)
+	}
+
+	bin := testenv.BuildCapctl(t)
+	cmd := exec.Command(bin, "operator", "--help")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "capioperator [command]") {
+		t.Fatalf("the capctl binary's operator --help: %v\n%s", err, stdout.String())
+	}
+	cmd = exec.Command(bin, "operator", "no-such-subcommand")
+	if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != want {
+		t.Errorf("the capctl binary's operator no-such-subcommand: %v, want exit %d", err, want)
+	}
+}

@@ -95,6 +95,25 @@ func Clusterctl(tb testing.TB) string {
 	return bin
 }
 
+// OperatorPluginVersion is the Cluster API Operator whose clusterctl plugin the plugin test runs
+// (hack/operator-plugin.sh builds it).
+const OperatorPluginVersion = "v0.29.0"
+
+// OperatorPlugin returns the Cluster API Operator's clusterctl-operator binary for the plugin
+// test: $CAPCTL_OPERATOR_PLUGIN, else where `make operator-plugin` puts it. Of the integration
+// tier (skips under -short); follows Require when the binary is missing.
+func OperatorPlugin(tb testing.TB) string {
+	tb.Helper()
+	SkipShort(tb, "plugin test (the Cluster API Operator's clusterctl-operator "+OperatorPluginVersion+")", "integration")
+	bin := os.Getenv("CAPCTL_OPERATOR_PLUGIN")
+	if bin == "" {
+		bin = filepath.Join(cacheDir(), "capctl", "operator", OperatorPluginVersion, "clusterctl-operator")
+	}
+	_, err := os.Stat(bin)
+	Require(tb, "clusterctl-operator "+OperatorPluginVersion+" at "+bin+" (or set CAPCTL_OPERATOR_PLUGIN)", "operator-plugin", err == nil)
+	return bin
+}
+
 func cacheDir() string {
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
 		return d
