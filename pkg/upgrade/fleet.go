@@ -63,8 +63,11 @@ func (w FleetWave) Name() string {
 
 // ClusterUpgrade is one cluster's path to the target version.
 type ClusterUpgrade struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// ManagementCluster is the kubeconfig context of the cluster's management cluster when the
+	// fleet spans several (--contexts/--all-contexts); empty for one management cluster.
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
 	// ClusterClass is `namespace/name` for clusters with a managed topology.
 	ClusterClass        string `json:"clusterClass,omitempty"`
 	ControlPlaneVersion string `json:"controlPlaneVersion"`
@@ -94,17 +97,21 @@ func (s UpgradeStep) String() string {
 
 // UnplannableCluster is a cluster capctl cannot plan, and why.
 type UnplannableCluster struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Version   string `json:"version,omitempty"`
-	Wave      string `json:"wave,omitempty"`
-	Reason    string `json:"reason"`
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	Version           string `json:"version,omitempty"`
+	Wave              string `json:"wave,omitempty"`
+	Reason            string `json:"reason"`
 }
 
 // ClusterInfo is what the fleet plan needs to know about one cluster.
 type ClusterInfo struct {
-	Namespace, Name string
-	Labels          map[string]string
+	// ManagementCluster is the context of the management cluster the cluster was read from when
+	// the fleet spans several; empty for one.
+	ManagementCluster string
+	Namespace, Name   string
+	Labels            map[string]string
 	// ClusterClass is `namespace/name` when the cluster has a managed topology.
 	ClusterClass string
 	// ClassVersions is the ClusterClass's spec.kubernetesVersions (nil: not set).
@@ -125,6 +132,17 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, tar
 	if _, _, err := versions.Kubernetes(target); err != nil {
 		return nil, err
 	}
+	infos, err := readSelected(ctx, c, mapper, "", sel)
+	if err != nil {
+		return nil, err
+	}
+	return BuildFleetPlan(infos, target)
+}
+
+// readSelected reads one management cluster's fleet and keeps what sel picks, each cluster
+// tagged with the management cluster's context (empty for one management cluster): what the
+// plan and the apply read of every management cluster.
+func readSelected(ctx context.Context, c client.Reader, mapper meta.RESTMapper, management string, sel FleetSelection) ([]ClusterInfo, error) {
 	all, err := ReadFleet(ctx, c, mapper)
 	if err != nil {
 		return nil, err
@@ -133,8 +151,31 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, tar
 	if err != nil {
 		return nil, err
 	}
-	return BuildFleetPlan(infos, target)
+	for i := range infos {
+		infos[i].ManagementCluster = management
+	}
+	return infos, nil
 }
+
+// clusterRef names a cluster in messages and keys: "ns/name", and "ns/name on eu-1" when the
+// fleet spans several management clusters.
+func clusterRef(management, namespace, name string) string {
+	if management == "" {
+		return namespace + "/" + name
+	}
+	return namespace + "/" + name + " on " + management
+}
+
+// Ref is the cluster's name in messages: "ns/name", or "ns/name on eu-1" over several
+// management clusters.
+func (c ClusterUpgrade) Ref() string { return clusterRef(c.ManagementCluster, c.Namespace, c.Name) }
+
+// Ref is the cluster's name in messages (see ClusterUpgrade.Ref).
+func (c UnplannableCluster) Ref() string {
+	return clusterRef(c.ManagementCluster, c.Namespace, c.Name)
+}
+
+func (c ClusterInfo) ref() string { return clusterRef(c.ManagementCluster, c.Namespace, c.Name) }
 
 // ReadFleet reads the clusters, their ClusterClasses, control planes and workers.
 func ReadFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper) ([]ClusterInfo, error) {
@@ -272,7 +313,7 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 		}
 		if reason != "" {
 			plan.Unplannable = append(plan.Unplannable, UnplannableCluster{
-				Namespace: info.Namespace, Name: info.Name, Version: info.ControlPlaneVersion, Wave: waveStr, Reason: reason,
+				ManagementCluster: info.ManagementCluster, Namespace: info.Namespace, Name: info.Name, Version: info.ControlPlaneVersion, Wave: waveStr, Reason: reason,
 			})
 			continue
 		}
@@ -289,6 +330,9 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 	}
 	for _, w := range waves {
 		sort.Slice(w.Clusters, func(i, j int) bool {
+			if w.Clusters[i].ManagementCluster != w.Clusters[j].ManagementCluster {
+				return w.Clusters[i].ManagementCluster < w.Clusters[j].ManagementCluster
+			}
 			if w.Clusters[i].Namespace != w.Clusters[j].Namespace {
 				return w.Clusters[i].Namespace < w.Clusters[j].Namespace
 			}
@@ -304,6 +348,9 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 		return *a < *b
 	})
 	sort.Slice(plan.Unplannable, func(i, j int) bool {
+		if plan.Unplannable[i].ManagementCluster != plan.Unplannable[j].ManagementCluster {
+			return plan.Unplannable[i].ManagementCluster < plan.Unplannable[j].ManagementCluster
+		}
 		if plan.Unplannable[i].Namespace != plan.Unplannable[j].Namespace {
 			return plan.Unplannable[i].Namespace < plan.Unplannable[j].Namespace
 		}
@@ -339,7 +386,7 @@ func parseClusterVersion(v string) (*semver.Version, error) {
 
 // planCluster returns the cluster's plan, or why it cannot be planned.
 func planCluster(info ClusterInfo, target *semver.Version) (ClusterUpgrade, string) {
-	cu := ClusterUpgrade{Namespace: info.Namespace, Name: info.Name, ClusterClass: info.ClusterClass, ControlPlaneVersion: info.ControlPlaneVersion}
+	cu := ClusterUpgrade{ManagementCluster: info.ManagementCluster, Namespace: info.Namespace, Name: info.Name, ClusterClass: info.ClusterClass, ControlPlaneVersion: info.ControlPlaneVersion}
 	if info.VersionProblem != "" {
 		return cu, info.VersionProblem
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/kubesupport"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -72,6 +73,9 @@ type FleetApplyReport struct {
 	Preflight *FleetPreflight `json:"preflight,omitempty"`
 	// Interrupted is set when the user stopped the run; re-running the same command continues.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// ManagementClusters are the management clusters the run spanned (--contexts or
+	// --all-contexts), with their summary; nil for one management cluster.
+	ManagementClusters []multicluster.ManagementCluster `json:"managementClusters,omitempty"`
 }
 
 // FleetWaveReport is one wave: its clusters and how long it took.
@@ -83,11 +87,12 @@ type FleetWaveReport struct {
 
 // FleetClusterReport is one cluster's steps.
 type FleetClusterReport struct {
-	Namespace string            `json:"namespace"`
-	Name      string            `json:"name"`
-	Result    string            `json:"result"`
-	Seconds   float64           `json:"seconds"`
-	Steps     []FleetStepReport `json:"steps,omitempty"`
+	ManagementCluster string            `json:"managementCluster,omitempty"`
+	Namespace         string            `json:"namespace"`
+	Name              string            `json:"name"`
+	Result            string            `json:"result"`
+	Seconds           float64           `json:"seconds"`
+	Steps             []FleetStepReport `json:"steps,omitempty"`
 }
 
 // FleetStepReport is one version change: the objects capctl patched in it (none when a re-run
@@ -106,10 +111,11 @@ type FleetStepReport struct {
 
 // FleetApplyFailure names the cluster and step that stopped the fleet, and why.
 type FleetApplyFailure struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Step      string `json:"step"`
-	Reason    string `json:"reason"`
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	Step              string `json:"step"`
+	Reason            string `json:"reason"`
 	// Pending are what the controllers had not finished when it stopped.
 	Pending []string `json:"pending,omitempty"`
 	// Describe is the cluster's `capctl describe cluster` tree at that moment.
@@ -142,6 +148,14 @@ func (e *PreflightError) Error() string {
 // the plan PlanFleet prints. Every check runs before the first write. It returns the report
 // also when it stops (ErrFleetStopped, ErrFleetInterrupted).
 func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetApplyReport, error) {
+	return ApplyFleets(ctx, []FleetMember{{Client: c}}, req)
+}
+
+// ApplyFleets is ApplyFleet over several management clusters: their clusters form one plan, a
+// wave spans them and is done only when its clusters in every management cluster are done, and
+// every check (plan, providers, dry run) runs on every management cluster before the first
+// write. With one member named "" it is ApplyFleet.
+func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyRequest) (*FleetApplyReport, error) {
 	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
 	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
 		req.KubernetesVersion = v
@@ -158,7 +172,11 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 	if req.Progress == nil {
 		req.Progress = func(string, ...any) {}
 	}
-	plan, infos, pf, err := preflightFleet(ctx, c, req)
+	clients, err := memberClients(members)
+	if err != nil {
+		return nil, err
+	}
+	plan, infos, pf, err := preflightFleet(ctx, members, clients, req)
 	if err != nil {
 		return nil, err
 	}
@@ -166,10 +184,10 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 	for _, w := range plan.Waves {
 		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
 		for i, cu := range w.Clusters {
-			report.Waves[len(report.Waves)-1].Clusters[i] = FleetClusterReport{Namespace: cu.Namespace, Name: cu.Name, Result: ResultNotStarted}
+			report.Waves[len(report.Waves)-1].Clusters[i] = FleetClusterReport{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Result: ResultNotStarted}
 		}
 	}
-	a := &fleetApplier{c: c, req: req, infos: infos}
+	a := &fleetApplier{clients: clients, req: req, infos: infos}
 	for wi, w := range plan.Waves {
 		wr := &report.Waves[wi]
 		req.Progress("Wave %s: %d cluster(s)", w.Name(), len(w.Clusters))
@@ -198,15 +216,11 @@ func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) /
 // selected cluster cannot be upgraded: unplannable clusters, steps whose patch nothing names, an
 // earlier wave not done, installed providers that say they do not support a version to set, and
 // first patches the API server refuses as a dry run. Nothing is written before it passes.
-func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
+func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
 	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
 		return nil, nil, nil, err
 	}
-	all, err := ReadFleet(ctx, c, c.RESTMapper())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	infos, err := SelectFleet(all, req.Selection)
+	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -216,16 +230,16 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 	}
 	byKey := map[string]ClusterInfo{}
 	for _, in := range infos {
-		byKey[in.Namespace+"/"+in.Name] = in
+		byKey[in.ref()] = in
 	}
 	var problems []string
 	for _, u := range plan.Unplannable {
 		if w := req.Selection.Wave; w != nil && u.Wave != "" {
-			if _, n, bad := clusterWave(byKey[u.Namespace+"/"+u.Name].Labels); bad == "" && n != nil && *n != *w {
+			if _, n, bad := clusterWave(byKey[u.Ref()].Labels); bad == "" && n != nil && *n != *w {
 				continue
 			}
 		}
-		problems = append(problems, fmt.Sprintf("cluster %s/%s: %s", u.Namespace, u.Name, u.Reason))
+		problems = append(problems, fmt.Sprintf("cluster %s: %s", u.Ref(), u.Reason))
 	}
 	var waves []FleetWave
 	for _, w := range plan.Waves {
@@ -235,7 +249,7 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 				if w.Wave != nil && *w.Wave < *sel {
 					for _, cu := range w.Clusters {
 						if !cu.UpToDate {
-							problems = append(problems, fmt.Sprintf("cluster %s/%s of the earlier wave %d is not at %s yet: upgrade wave %d first", cu.Namespace, cu.Name, *w.Wave, req.KubernetesVersion, *w.Wave))
+							problems = append(problems, fmt.Sprintf("cluster %s of the earlier wave %d is not at %s yet: upgrade wave %d first", cu.Ref(), *w.Wave, req.KubernetesVersion, *w.Wave))
 						}
 					}
 				}
@@ -245,7 +259,7 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 		for _, cu := range w.Clusters {
 			for _, s := range cu.Steps {
 				if s.AnyPatch {
-					problems = append(problems, fmt.Sprintf("cluster %s/%s: the path to %s goes through %s and nothing names which patch of that minor to use (the ClusterClass lists no spec.kubernetesVersions): upgrade to a v%d.%d patch first, e.g. --kubernetes-version v%d.%d.0", cu.Namespace, cu.Name, req.KubernetesVersion, strings.TrimSuffix(s.Version, ".x"), minorMajor(s.Version), minorOf(s.Version), minorMajor(s.Version), minorOf(s.Version)))
+					problems = append(problems, fmt.Sprintf("cluster %s: the path to %s goes through %s and nothing names which patch of that minor to use (the ClusterClass lists no spec.kubernetesVersions): upgrade to a v%d.%d patch first, e.g. --kubernetes-version v%d.%d.0", cu.Ref(), req.KubernetesVersion, strings.TrimSuffix(s.Version, ".x"), minorMajor(s.Version), minorOf(s.Version), minorMajor(s.Version), minorOf(s.Version)))
 					break
 				}
 			}
@@ -255,13 +269,13 @@ func preflightFleet(ctx context.Context, c client.Client, req FleetApplyRequest)
 	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 {
 		return nil, nil, nil, &PreflightError{Problems: []string{fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel)}}
 	}
-	pf, refused, err := checkProviderSupport(ctx, c, waves)
+	pf, refused, err := checkProvidersSupport(ctx, members, waves)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	problems = append(problems, refused...)
 	var unsettled []string
-	refused, unsettled, pf.DryRunPatches, err = dryRunFirstPatches(ctx, c, req, waves, byKey)
+	refused, unsettled, pf.DryRunPatches, err = dryRunFirstPatches(ctx, clients, req, waves, byKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -307,10 +321,11 @@ func SelectFleet(infos []ClusterInfo, sel FleetSelection) ([]ClusterInfo, error)
 }
 
 type fleetApplier struct {
-	c     client.Client
-	req   FleetApplyRequest
-	infos map[string]ClusterInfo
-	mu    sync.Mutex
+	// clients are the management clusters' clients by context ("" for one management cluster).
+	clients map[string]client.Client
+	req     FleetApplyRequest
+	infos   map[string]ClusterInfo
+	mu      sync.Mutex
 }
 
 // runWave upgrades a wave's clusters, at most MaxParallel at once; the first failure stops the
@@ -353,7 +368,7 @@ func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveRe
 // runCluster brings one cluster to the target, step by step, from its actual state: before each
 // patch it waits for what is already set to roll out, so a re-run patches nothing twice.
 func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgrade, cr *FleetClusterReport) *FleetApplyFailure {
-	name := cu.Namespace + "/" + cu.Name
+	name := cu.Ref()
 	ctx, cancel := context.WithTimeout(gctx, a.req.Timeout)
 	defer cancel()
 	stop := func(step string, err error, pending []string) *FleetApplyFailure {
@@ -361,11 +376,11 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 		case userCtx.Err() != nil:
 			cr.Result = ResultInterrupted
 			a.req.Progress("  %s: interrupted during %s", name, step)
-			return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "interrupted"}
+			return &FleetApplyFailure{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "interrupted"}
 		case gctx.Err() != nil:
 			cr.Result = ResultStopped
 			a.req.Progress("  %s: stopped during %s (another cluster of the wave failed)", name, step)
-			return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "stopped because another cluster failed"}
+			return &FleetApplyFailure{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: "stopped because another cluster failed"}
 		}
 		cr.Result = ResultFailed
 		reason := err.Error()
@@ -373,7 +388,7 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 			reason = fmt.Sprintf("timed out after %s waiting for %s", a.req.Timeout, step)
 		}
 		a.req.Progress("  %s: FAILED during %s: %s", name, step, reason)
-		return &FleetApplyFailure{Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: reason, Pending: pending, Describe: a.describeLines(cu)}
+		return &FleetApplyFailure{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Step: step, Reason: reason, Pending: pending, Describe: a.describeLines(cu)}
 	}
 	target := a.req.KubernetesVersion
 	info := a.infos[name]
@@ -456,7 +471,7 @@ func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgra
 		sr := FleetStepReport{Component: step, Version: version}
 		begin := time.Now()
 		// The patch runs to its end even when Ctrl-C arrives meanwhile: it stops after it.
-		patched, err := a.patch(context.WithoutCancel(ctx), s, patchTarget, version)
+		patched, err := a.patch(context.WithoutCancel(ctx), cu.ManagementCluster, s, patchTarget, version)
 		sr.Patched = patched
 		if err != nil {
 			cr.Steps = append(cr.Steps, sr)
@@ -539,7 +554,7 @@ func nextPatch(s ClusterState, info ClusterInfo, cu ClusterUpgrade, target strin
 // before the patch (if any) made at begin; patched, what that patch changed, is recorded on
 // the first step. It says whether any step was seen.
 func (a *fleetApplier) followTopology(ctx context.Context, cu ClusterUpgrade, info ClusterInfo, base ClusterState, target string, begin time.Time, patched []string, cr *FleetClusterReport, stop func(string, error, []string) *FleetApplyFailure) (bool, *FleetApplyFailure) {
-	name := cu.Namespace + "/" + cu.Name
+	name := cu.Ref()
 	tr := NewChainTracker(base, begin)
 	first := len(cr.Steps)
 	record := func() []FleetStepReport {
@@ -667,21 +682,22 @@ var capiV1beta2 = schema.GroupVersion{Group: capiGroup, Version: "v1beta2"}
 // readState reads the cluster, its control plane, workers and machines.
 func (a *fleetApplier) readState(ctx context.Context, info ClusterInfo, cu ClusterUpgrade) (ClusterState, error) {
 	var s ClusterState
+	c := a.clients[cu.ManagementCluster]
 	cl := &unstructured.Unstructured{}
 	cl.SetGroupVersionKind(capiV1beta2.WithKind("Cluster"))
-	if err := a.c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: cu.Name}, cl); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: cu.Name}, cl); err != nil {
 		return s, fmt.Errorf("reading Cluster %s/%s: %w", cu.Namespace, cu.Name, err)
 	}
 	s.Cluster = cl
 	ref, ok, _ := unstructured.NestedStringMap(cl.Object, "spec", "controlPlaneRef")
 	if ok && ref["name"] != "" && ref["kind"] != "" {
-		m, err := a.c.RESTMapper().RESTMapping(schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]})
+		m, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]})
 		if err != nil {
 			return s, fmt.Errorf("control plane kind %s: %w", ref["kind"], err)
 		}
 		cp := &unstructured.Unstructured{}
 		cp.SetGroupVersionKind(m.GroupVersionKind)
-		if err := a.c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: ref["name"]}, cp); err == nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: cu.Namespace, Name: ref["name"]}, cp); err == nil {
 			s.ControlPlane = cp
 		} else if !apierrors.IsNotFound(err) {
 			return s, fmt.Errorf("reading control plane %s %s: %w", ref["kind"], ref["name"], err)
@@ -690,7 +706,7 @@ func (a *fleetApplier) readState(ctx context.Context, info ClusterInfo, cu Clust
 	for _, kind := range []string{"MachineDeployment", "MachinePool", "Machine"} {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(capiV1beta2.WithKind(kind + "List"))
-		err := a.c.List(ctx, list, client.InNamespace(cu.Namespace), client.MatchingLabels{ClusterNameLabel: cu.Name})
+		err := c.List(ctx, list, client.InNamespace(cu.Namespace), client.MatchingLabels{ClusterNameLabel: cu.Name})
 		if meta.IsNoMatchError(err) {
 			continue
 		}
@@ -708,7 +724,8 @@ func (a *fleetApplier) readState(ctx context.Context, info ClusterInfo, cu Clust
 
 // patch sets version on what the step changes and returns the objects it patched; objects that
 // have it already are left alone (a re-run patches nothing twice).
-func (a *fleetApplier) patch(ctx context.Context, s ClusterState, kind patchKind, version string) ([]string, error) {
+func (a *fleetApplier) patch(ctx context.Context, management string, s ClusterState, kind patchKind, version string) ([]string, error) {
+	c := a.clients[management]
 	var opts []client.PatchOption
 	if a.req.DryRun {
 		opts = append(opts, client.DryRunAll)
@@ -726,7 +743,7 @@ func (a *fleetApplier) patch(ctx context.Context, s ClusterState, kind patchKind
 		if err != nil {
 			return err
 		}
-		if err := a.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
+		if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
 			return fmt.Errorf("patching %s/%s: %w", u.GetNamespace(), objName(u), err)
 		}
 		return nil
@@ -769,7 +786,7 @@ func (a *fleetApplier) patch(ctx context.Context, s ClusterState, kind patchKind
 func (a *fleetApplier) describeLines(cu ClusterUpgrade) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	t, err := describe.Discover(ctx, a.c, describe.Options{Namespace: cu.Namespace, Name: cu.Name, ShowConditions: "all"})
+	t, err := describe.Discover(ctx, a.clients[cu.ManagementCluster], describe.Options{Namespace: cu.Namespace, Name: cu.Name, ShowConditions: "all"})
 	if err != nil {
 		return []string{"(describe failed: " + err.Error() + ")"}
 	}

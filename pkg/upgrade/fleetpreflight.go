@@ -28,12 +28,14 @@ type FleetPreflight struct {
 
 // ProviderSupport is one installed provider against the Kubernetes versions the upgrade sets.
 type ProviderSupport struct {
-	Namespace string             `json:"namespace"`
-	Provider  string             `json:"provider"`
-	Version   string             `json:"version"`
-	Status    kubesupport.Status `json:"status"`
-	Range     string             `json:"range,omitempty"`
-	Source    string             `json:"source,omitempty"`
+	// ManagementCluster is the context of the provider's management cluster over several.
+	ManagementCluster string             `json:"managementCluster,omitempty"`
+	Namespace         string             `json:"namespace"`
+	Provider          string             `json:"provider"`
+	Version           string             `json:"version"`
+	Status            kubesupport.Status `json:"status"`
+	Range             string             `json:"range,omitempty"`
+	Source            string             `json:"source,omitempty"`
 	// Reason is why a version is not supported or not declared.
 	Reason string `json:"reason,omitempty"`
 }
@@ -42,12 +44,16 @@ type ProviderSupport struct {
 // a few requests each, enough to keep a large fleet's preflight short without a burst.
 const dryRunParallel = 8
 
-// versionsToSet maps every version the upgrade of waves will write to the clusters that get it.
-// Steps whose patch is not named (vX.Y.x) are refused elsewhere and not listed.
-func versionsToSet(waves []FleetWave) map[string][]string {
+// versionsToSet maps every version the upgrade of waves will write to the clusters of the
+// management cluster (its context, "" for one) that get it. Steps whose patch is not named
+// (vX.Y.x) are refused elsewhere and not listed.
+func versionsToSet(waves []FleetWave, management string) map[string][]string {
 	out := map[string][]string{}
 	for _, w := range waves {
 		for _, cu := range w.Clusters {
+			if cu.ManagementCluster != management {
+				continue
+			}
 			seen := map[string]bool{}
 			for _, s := range cu.Steps {
 				if s.AnyPatch || seen[s.Version] {
@@ -61,17 +67,46 @@ func versionsToSet(waves []FleetWave) map[string][]string {
 	return out
 }
 
-// checkProviderSupport reads the provider inventory and checks every installed provider against
-// every version the upgrade will set. A provider that declares no range is listed, not refused.
-func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWave) (*FleetPreflight, []string, error) {
+// checkProvidersSupport runs checkProviderSupport on every management cluster, each against the
+// versions its own clusters get, and merges what they found (members in order).
+func checkProvidersSupport(ctx context.Context, members []FleetMember, waves []FleetWave) (*FleetPreflight, []string, error) {
 	pf := &FleetPreflight{Providers: []ProviderSupport{}}
-	toSet := versionsToSet(waves)
+	var problems []string
+	for _, m := range members {
+		one, refused, err := checkProviderSupport(ctx, m.Client, waves, m.Name)
+		if err != nil {
+			if m.Name != "" {
+				err = fmt.Errorf("management cluster %s: %w", m.Name, err)
+			}
+			return nil, nil, err
+		}
+		pf.Providers = append(pf.Providers, one.Providers...)
+		pf.Notes = append(pf.Notes, one.Notes...)
+		problems = append(problems, refused...)
+	}
+	return pf, problems, nil
+}
+
+// checkProviderSupport reads the provider inventory of one management cluster (its context, ""
+// for one) and checks every installed provider against every version the upgrade will set on
+// its clusters. A provider that declares no range is listed, not refused.
+func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWave, management string) (*FleetPreflight, []string, error) {
+	pf := &FleetPreflight{Providers: []ProviderSupport{}}
+	toSet := versionsToSet(waves, management)
 	if len(toSet) == 0 {
 		return pf, nil, nil
 	}
+	where := ""
+	if management != "" {
+		where = " on " + management
+	}
 	providers, err := inventory.List(ctx, c)
 	if errors.Is(err, inventory.ErrNoInventory) {
-		pf.Notes = append(pf.Notes, "the management cluster has no provider inventory (clusterctl's Provider objects): the providers' supported Kubernetes versions were not checked")
+		mc := "the management cluster"
+		if management != "" {
+			mc += " " + management
+		}
+		pf.Notes = append(pf.Notes, mc+" has no provider inventory (clusterctl's Provider objects): the providers' supported Kubernetes versions were not checked")
 		return pf, nil, nil
 	}
 	if err != nil {
@@ -85,7 +120,7 @@ func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWav
 	var problems []string
 	for _, p := range providers {
 		label := p.ManifestLabel()
-		ps := ProviderSupport{Namespace: p.Namespace, Provider: label, Version: p.Version, Status: kubesupport.Supported}
+		ps := ProviderSupport{ManagementCluster: management, Namespace: p.Namespace, Provider: label, Version: p.Version, Status: kubesupport.Supported}
 		var refused []string
 		for _, v := range vers {
 			chk := kubesupport.SupportsWorkloadKubernetes(label, p.Version, v)
@@ -105,10 +140,10 @@ func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWav
 		if ps.Status == kubesupport.Unsupported {
 			ps.Reason = fmt.Sprintf("%s %s supports workload clusters %s (%s); the upgrade would set %s",
 				label, p.Version, ps.Range, ps.Source, strings.Join(refused, "; "))
-			problems = append(problems, fmt.Sprintf("provider %s: %s: upgrade the providers first (capctl upgrade plan) or choose a version in that range", p.String(), ps.Reason))
+			problems = append(problems, fmt.Sprintf("provider %s%s: %s: upgrade the providers first (capctl upgrade plan) or choose a version in that range", p.String(), where, ps.Reason))
 		}
 		if ps.Status == kubesupport.NotDeclared {
-			pf.Notes = append(pf.Notes, fmt.Sprintf("provider %s %s: %s: not checked", p.String(), p.Version, ps.Reason))
+			pf.Notes = append(pf.Notes, fmt.Sprintf("provider %s %s%s: %s: not checked", p.String(), p.Version, where, ps.Reason))
 		}
 		pf.Providers = append(pf.Providers, ps)
 	}
@@ -122,7 +157,7 @@ func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWav
 // next patch, and the webhooks rightly refuse a version change while one is under way. It returns
 // the refusals and the notes of clusters not dry-run, in cluster order, and how many patches the
 // API server accepted.
-func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, []string, int, error) {
+func dryRunFirstPatches(ctx context.Context, clients map[string]client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, []string, int, error) {
 	var todo []ClusterUpgrade
 	for _, w := range waves {
 	clusters:
@@ -139,7 +174,7 @@ func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequ
 	}
 	dry := req
 	dry.DryRun = true
-	a := &fleetApplier{c: c, req: dry, infos: infos}
+	a := &fleetApplier{clients: clients, req: dry, infos: infos}
 	refusals := make([]string, len(todo))
 	notes := make([]string, len(todo))
 	accepted := make([]bool, len(todo))
@@ -147,23 +182,24 @@ func dryRunFirstPatches(ctx context.Context, c client.Client, req FleetApplyRequ
 	g.SetLimit(dryRunParallel)
 	for i, cu := range todo {
 		g.Go(func() error {
-			s, err := a.readState(gctx, infos[cu.Namespace+"/"+cu.Name], cu)
+			info := infos[cu.Ref()]
+			s, err := a.readState(gctx, info, cu)
 			if err != nil {
 				return err
 			}
-			step, version, kind := nextPatch(s, infos[cu.Namespace+"/"+cu.Name], cu, req.KubernetesVersion)
+			step, version, kind := nextPatch(s, info, cu, req.KubernetesVersion)
 			if step == "" {
 				return nil
 			}
 			if p := Pending(s); len(p) > 0 {
-				notes[i] = fmt.Sprintf("cluster %s/%s is not settled (%s): its first patch (%s) is sent, and checked by the API server, once that is done", cu.Namespace, cu.Name, strings.Join(p, "; "), stepName(step, version))
+				notes[i] = fmt.Sprintf("cluster %s is not settled (%s): its first patch (%s) is sent, and checked by the API server, once that is done", cu.Ref(), strings.Join(p, "; "), stepName(step, version))
 				return nil
 			}
-			if _, err := a.patch(gctx, s, kind, version); err != nil {
+			if _, err := a.patch(gctx, cu.ManagementCluster, s, kind, version); err != nil {
 				if gctx.Err() != nil {
 					return gctx.Err()
 				}
-				refusals[i] = fmt.Sprintf("cluster %s/%s: the API server refuses its first patch (%s, server-side dry run): %v", cu.Namespace, cu.Name, stepName(step, version), err)
+				refusals[i] = fmt.Sprintf("cluster %s: the API server refuses its first patch (%s, server-side dry run): %v", cu.Ref(), stepName(step, version), err)
 				return nil
 			}
 			accepted[i] = true
