@@ -13,6 +13,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/kubesupport"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 	"github.com/capctl/capctl/pkg/versions"
@@ -44,6 +45,8 @@ type UpgradePlanOptions struct {
 	Selection     upgrade.FleetSelection
 	AllNamespaces bool
 	Output        output.Format
+	// Contexts are the management clusters of --contexts/--all-contexts.
+	Contexts multicluster.Selection
 }
 
 const upgradePlanLong = `
@@ -54,7 +57,14 @@ version: minor by minor (Kubernetes cannot skip a minor), the control plane befo
 (workers follow at the target, or earlier when they would fall more than 3 minors behind the
 control plane), clusters grouped and ordered by their upgrade wave, the value of the label
 ` + upgrade.WaveLabel + ` (or ` + upgrade.PlainWaveLabel + `), lowest first, clusters without
-the label last. Clusters that cannot be planned are listed with the reason.`
+the label last. Clusters that cannot be planned are listed with the reason.
+
+With --contexts or --all-contexts, plan every chosen management cluster: one table with a first
+MANAGEMENT column, each management cluster's summary, and for the providers which management
+clusters run which version and contract where they differ. With --kubernetes-version the waves
+span the management clusters, as "capctl upgrade apply --kubernetes-version" with the same
+flags rolls them. Exit code 3 when a management cluster could not be read (the others are
+shown), 1 when the command failed.`
 
 // newCmdUpgradePlan builds `capctl upgrade plan`; runF, when set, replaces running it (tests).
 func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.Command {
@@ -65,7 +75,9 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 		Long:  strings.TrimSpace(upgradePlanLong),
 		Example: strings.TrimSpace(`
   capctl upgrade plan --kubernetes-version v1.33.2
-  capctl upgrade plan --kubernetes-version v1.33.2 -o json`),
+  capctl upgrade plan --kubernetes-version v1.33.2 -o json
+  capctl upgrade plan --all-contexts
+  capctl upgrade plan --kubernetes-version v1.33.2 --contexts eu-1,us-1`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.KubernetesVersion != "" {
@@ -78,6 +90,9 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 			if err := checkFleetSelection(cmd, o.KubernetesVersion, o.AllNamespaces); err != nil {
 				return err
 			}
+			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -87,11 +102,15 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan")
+	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
 // runUpgradePlan makes the fleet plan (with --kubernetes-version) or the providers' plan.
 func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
+	if o.Contexts.Enabled() {
+		return runUpgradePlanEach(ctx, o)
+	}
 	if o.KubernetesVersion != "" {
 		c, err := o.Cluster(ctx)
 		if err != nil {
@@ -117,6 +136,34 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		return err
 	}
 	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderProviderPlan(w, plan) })
+}
+
+// runUpgradePlanEach is runUpgradePlan over the management clusters of --contexts/--all-contexts.
+func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
+	members, err := o.Members(ctx, o.Contexts)
+	if err != nil {
+		return err
+	}
+	if o.KubernetesVersion != "" {
+		v, err := upgrade.PlanFleetEach(ctx, members, o.KubernetesVersion, o.Selection)
+		if err != nil {
+			return err
+		}
+		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return renderFleetPlanView(w, v) }); err != nil {
+			return err
+		}
+		return multiExit(v.ManagementClusters, false)
+	}
+	cat, err := o.catalog(ctx)
+	if err != nil {
+		return err
+	}
+	o.Logger().Info("Checking new release availability...")
+	v := upgrade.PlanEach(ctx, members, cat)
+	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return renderProviderPlanView(w, v) }); err != nil {
+		return err
+	}
+	return multiExit(v.ManagementClusters, false)
 }
 
 // catalog builds the repository client of the configured providers.
@@ -166,23 +213,76 @@ func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) error {
 	return nil
 }
 
+// renderProviderPlanView prints every management cluster's provider plan as one table with a
+// MANAGEMENT column, what each can do next, then the management clusters' table and the drift.
+func renderProviderPlanView(w io.Writer, v *upgrade.ProviderPlanView) error {
+	t := output.NewTable(w, multicluster.Column, "NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT")
+	for _, p := range v.Providers {
+		next, contract := p.NextVersion, p.NextContract
+		if next == "" {
+			next, contract = "Already up to date", p.CurrentContract
+		}
+		t.Row(p.ManagementCluster, p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, m := range v.ManagementClusters {
+		plan := v.Plans[m.Name]
+		if plan == nil {
+			continue
+		}
+		if cm := plan.CertManager; cm != nil && cm.ShouldUpgrade {
+			fmt.Fprintf(w, "%s: cert-manager will be upgraded from %q to %q\n", m.Name, cm.From, cm.To)
+		}
+		for _, cp := range plan.Contracts {
+			switch {
+			case cp.UpToDate():
+				fmt.Fprintf(w, "%s: already up to date for the %s contract\n", m.Name, cp.Contract)
+			case len(cp.Blocked) > 0:
+				fmt.Fprintf(w, "%s: the upgrade to the %s contract is blocked: %s %s no release for it\n", m.Name, cp.Contract, cp.BlockedNames(), map[bool]string{true: "has", false: "have"}[len(cp.Blocked) == 1])
+			case !cp.Supported:
+				fmt.Fprintf(w, "%s: the current version of capctl could not upgrade to the %s contract (only %s supported)\n", m.Name, cp.Contract, capi.Current)
+			default:
+				fmt.Fprintf(w, "%s: %s --kubeconfig-context %s\n", m.Name, upgrade.ApplyCommand(cp.Contract), m.Name)
+			}
+		}
+	}
+	return multicluster.RenderSummary(w, v.Summary)
+}
+
 // renderFleetPlan prints the clusters wave by wave, then those that cannot be planned.
 func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) error {
+	return renderFleetPlanRows(w, plan, false)
+}
+
+// renderFleetPlanView prints the plan over several management clusters (a MANAGEMENT column),
+// then the management clusters' table.
+func renderFleetPlanView(w io.Writer, v *upgrade.FleetPlanView) error {
+	if err := renderFleetPlanRows(w, &v.FleetPlan, true); err != nil {
+		return err
+	}
+	return multicluster.RenderSummary(w, v.Summary)
+}
+
+// renderFleetPlanRows prints the plan, with the MANAGEMENT column when multi.
+func renderFleetPlanRows(w io.Writer, plan *upgrade.FleetPlan, multi bool) error {
 	n := 0
 	for _, wv := range plan.Waves {
 		n += len(wv.Clusters)
 	}
 	if n == 0 && len(plan.Unplannable) == 0 {
-		fmt.Fprintln(w, "There are no workload clusters in the management cluster.")
+		fmt.Fprintln(w, map[bool]string{false: "There are no workload clusters in the management cluster.", true: "There are no workload clusters in the management clusters."}[multi])
 		return nil
 	}
 	fmt.Fprintf(w, "Kubernetes upgrade plan to %s: %d cluster(s) in %d wave(s), %d cannot be planned.\n", plan.KubernetesVersion, n, len(plan.Waves), len(plan.Unplannable))
 	if n > 0 {
 		fmt.Fprintln(w)
-		t := output.NewTable(w, "WAVE", "CLUSTER", "CLUSTERCLASS", "CONTROL PLANE", "WORKERS", "STEPS")
+		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "CLUSTERCLASS", "CONTROL PLANE", "WORKERS", "STEPS")...)
 		for _, wv := range plan.Waves {
 			for _, c := range wv.Clusters {
-				t.Row(wv.Name(), c.Namespace+"/"+c.Name, orDash(c.ClusterClass), c.ControlPlaneVersion, c.WorkersVersion, fleetSteps(c))
+				t.Row(multicluster.Lead(multi, c.ManagementCluster, wv.Name(), c.Namespace+"/"+c.Name, orDash(c.ClusterClass), c.ControlPlaneVersion, c.WorkersVersion, fleetSteps(c))...)
 			}
 		}
 		if err := t.Flush(); err != nil {
@@ -191,9 +291,9 @@ func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) error {
 	}
 	if len(plan.Unplannable) > 0 {
 		fmt.Fprint(w, "\nClusters that cannot be planned:\n\n")
-		t := output.NewTable(w, "WAVE", "CLUSTER", "VERSION", "REASON")
+		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "VERSION", "REASON")...)
 		for _, u := range plan.Unplannable {
-			t.Row(orDash(u.Wave), u.Namespace+"/"+u.Name, orDash(u.Version), u.Reason)
+			t.Row(multicluster.Lead(multi, u.ManagementCluster, orDash(u.Wave), u.Namespace+"/"+u.Name, orDash(u.Version), u.Reason)...)
 		}
 		if err := t.Flush(); err != nil {
 			return err
@@ -238,6 +338,9 @@ type UpgradeApplyOptions struct {
 	// Kubernetes); Request is unused then.
 	Fleet         *upgrade.FleetApplyRequest
 	AllNamespaces bool
+	// Contexts are the management clusters of --contexts/--all-contexts (with
+	// --kubernetes-version only).
+	Contexts multicluster.Selection
 
 	selection         upgrade.FleetSelection
 	kubernetesVersion string
@@ -275,7 +378,14 @@ one minor at a time. A step is done when the control plane and every Machine rep
 version and are up to date and the Cluster is Available. Every cluster is checked before the
 first write. The first cluster that fails or exceeds --timeout stops the run, the rest are left
 untouched, and the report names the cluster, the step and why. Re-running the same command
-continues from the clusters' actual state; Ctrl-C stops after the patch under way.`
+continues from the clusters' actual state; Ctrl-C stops after the patch under way.
+
+With --kubernetes-version and --contexts or --all-contexts, the clusters of every chosen
+management cluster form one plan (the one "capctl upgrade plan --kubernetes-version" shows with
+the same flags; -n/-A/-l apply inside each): a wave spans the management clusters and the next
+starts only when its clusters in every management cluster are done. Every management cluster
+must answer and pass its contract check, and the preflight runs on each, before the first patch;
+the report names each row's management cluster.`
 
 // newCmdUpgradeApply builds `capctl upgrade apply`; runF, when set, replaces running it (tests).
 func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobra.Command {
@@ -289,9 +399,16 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
   capctl upgrade apply --core capi-system/cluster-api:v1.14.0 -i capd-system/docker:v1.14.0
   capctl upgrade apply --contract v1beta2 --dry-run
   capctl upgrade apply --kubernetes-version v1.35.1 --max-parallel 3
-  capctl upgrade apply --kubernetes-version v1.35.1 --wave 1 -n prod --dry-run`),
+  capctl upgrade apply --kubernetes-version v1.35.1 --wave 1 -n prod --dry-run
+  capctl upgrade apply --kubernetes-version v1.35.1 --all-contexts`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
+				return err
+			}
+			if o.Contexts.Enabled() && o.kubernetesVersion == "" {
+				return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
+			}
 			if o.kubernetesVersion != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("max-parallel") || cmd.Flags().Changed("timeout") {
 				if err := o.completeFleet(cmd); err != nil {
 					return err
@@ -323,6 +440,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
+	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
@@ -502,13 +620,27 @@ func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
 // runFleetApply rolls the workload clusters' Kubernetes version and prints the report; when it
 // stops it prints the report and why, then how to continue.
 func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
+	req := *o.Fleet
+	req.Progress = output.NewProgress(o.IO).Step
+	var rep *upgrade.FleetApplyReport
+	if o.Contexts.Enabled() {
+		members, err := o.Members(ctx, o.Contexts)
+		if err != nil {
+			return err
+		}
+		rep, err = upgrade.ApplyFleetEach(ctx, members, req)
+		return fleetApplyDone(o, rep, err)
+	}
 	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	req := *o.Fleet
-	req.Progress = output.NewProgress(o.IO).Step
-	rep, err := upgrade.ApplyFleet(ctx, c, req)
+	rep, err = upgrade.ApplyFleet(ctx, c, req)
+	return fleetApplyDone(o, rep, err)
+}
+
+// fleetApplyDone prints the fleet apply's report and says how the run ended.
+func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err error) error {
 	if rep == nil {
 		return err
 	}
@@ -520,25 +652,25 @@ func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
 	case errors.Is(err, upgrade.ErrFleetStopped):
 		f := rep.Failure
-		return fmt.Errorf("%w at cluster %s/%s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Namespace, f.Name, f.Step, f.Reason)
+		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Ref(), f.Step, f.Reason)
 	}
 	return err
 }
 
 // renderFleetPreflight prints what the preflight checked: the installed providers against the
 // Kubernetes versions the upgrade sets, and what it could not check.
-func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight) error {
+func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight, multi bool) error {
 	if pf == nil {
 		return nil
 	}
 	if len(pf.Providers) > 0 {
-		t := output.NewTable(w, "PROVIDER", "VERSION", "WORKLOAD KUBERNETES", "CHECK")
+		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "PROVIDER", "VERSION", "WORKLOAD KUBERNETES", "CHECK")...)
 		for _, p := range pf.Providers {
 			check := "supported"
 			if p.Status == kubesupport.NotDeclared {
 				check = "not declared: not checked"
 			}
-			t.Row(p.Namespace+"/"+p.Provider, p.Version, orDash(p.Range), check)
+			t.Row(multicluster.Lead(multi, p.ManagementCluster, p.Namespace+"/"+p.Provider, p.Version, orDash(p.Range), check)...)
 		}
 		if err := t.Flush(); err != nil {
 			return err
@@ -557,14 +689,15 @@ func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight) error {
 
 // renderFleetApply prints the preflight, one row per cluster, wave by wave, then why the run stopped.
 func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
-	if err := renderFleetPreflight(w, rep.Preflight); err != nil {
+	multi := rep.ManagementClusters != nil
+	if err := renderFleetPreflight(w, rep.Preflight, multi); err != nil {
 		return err
 	}
 	if len(rep.Waves) == 0 {
 		fmt.Fprintln(w, "There are no workload clusters to upgrade.")
 		return nil
 	}
-	t := output.NewTable(w, "WAVE", "CLUSTER", "RESULT", "STEPS", "SECONDS")
+	t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "RESULT", "STEPS", "SECONDS")...)
 	for _, wv := range rep.Waves {
 		for _, c := range wv.Clusters {
 			steps := make([]string, 0, len(c.Steps))
@@ -580,7 +713,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 				}
 				steps = append(steps, st)
 			}
-			t.Row(wv.Wave, c.Namespace+"/"+c.Name, c.Result, orDash(strings.Join(steps, " -> ")), fmt.Sprintf("%.1f", c.Seconds))
+			t.Row(multicluster.Lead(multi, c.ManagementCluster, wv.Wave, c.Namespace+"/"+c.Name, c.Result, orDash(strings.Join(steps, " -> ")), fmt.Sprintf("%.1f", c.Seconds))...)
 		}
 	}
 	if err := t.Flush(); err != nil {
@@ -598,7 +731,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		fmt.Fprintf(w, "Wave %s: %.1fs\n", wv.Wave, wv.Seconds)
 	}
 	if f := rep.Failure; f != nil {
-		fmt.Fprintf(w, "\nStopped at cluster %s/%s, step %s: %s\n", f.Namespace, f.Name, f.Step, f.Reason)
+		fmt.Fprintf(w, "\nStopped at cluster %s, step %s: %s\n", f.Ref(), f.Step, f.Reason)
 		if len(f.Pending) > 0 {
 			fmt.Fprintln(w, "Not finished:")
 			for _, p := range f.Pending {
@@ -606,7 +739,11 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 			}
 		}
 		if len(f.Describe) > 0 {
-			fmt.Fprintf(w, "\ncapctl describe cluster %s -n %s:\n", f.Name, f.Namespace)
+			context := ""
+			if f.ManagementCluster != "" {
+				context = " --kubeconfig-context " + f.ManagementCluster
+			}
+			fmt.Fprintf(w, "\ncapctl describe cluster %s -n %s%s:\n", f.Name, f.Namespace, context)
 			for _, l := range f.Describe {
 				fmt.Fprintln(w, l)
 			}
@@ -614,6 +751,9 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "Dry run: nothing was changed (each cluster's first patch was checked by the API server).")
+	}
+	if multi {
+		return multicluster.RenderSummary(w, multicluster.Summary{ManagementClusters: rep.ManagementClusters})
 	}
 	return nil
 }
