@@ -30,13 +30,19 @@ func TestUpgradeContextsFlagsToOptions(t *testing.T) {
 		build func() error
 		want  string
 	}{
-		{func() error { _, err := parseOptions(t, newCmdUpgradeApply, "--contract", "v1beta2", "--all-contexts"); return err }, "they need --kubernetes-version"},
+		{func() error {
+			_, err := parseOptions(t, newCmdUpgradeApply, "--contract", "v1beta2", "--all-contexts")
+			return err
+		}, "they need --kubernetes-version"},
 		{func() error {
 			_, err := parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--contexts", "a", "--all-contexts")
 			return err
 		}, "cannot be used together"},
 		{func() error { _, err := parseOptions(t, newCmdUpgradePlan, "--contexts", "a,a"); return err }, `names context "a" twice`},
-		{func() error { _, err := parseOptions(t, newCmdUpgradePlan, "--contexts", "a", "--kubeconfig-context", "b"); return err }, ""},
+		{func() error {
+			_, err := parseOptions(t, newCmdUpgradePlan, "--contexts", "a", "--kubeconfig-context", "b")
+			return err
+		}, ""},
 	} {
 		err := c.build()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
