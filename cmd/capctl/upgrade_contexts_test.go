@@ -1,10 +1,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/multicluster"
+	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -98,4 +108,97 @@ func squeeze(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestUpgradePlanAcrossContexts runs `upgrade plan` over two real API servers and a context whose
+// API server does not answer: one view naming each row's management cluster, the drift of the
+// core provider, and exit code 3 for the unreachable one while the others are complete.
+func TestUpgradePlanAcrossContexts(t *testing.T) {
+	testenv.Integration(t)
+	fixtures := testenv.FixturesDir(t)
+	crds := filepath.Join(fixtures, "crds")
+	envs := testenv.StartN(t, 2, testenv.Options{CRDPaths: []string{
+		filepath.Join(crds, "cluster.x-k8s.io.yaml"), filepath.Join(crds, "controlplane.cluster.x-k8s.io.yaml"),
+		filepath.Join(fixtures, "repository", "cert-manager", "v1.21.1", "cert-manager-crds.yaml"),
+	}})
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cfg := upgradeConfig(t, fixtures)
+	ctx := context.Background()
+	var paths []string
+	for i, e := range envs {
+		name := []string{"mgmt-a", "mgmt-b"}[i]
+		paths = append(paths, e.KubeconfigAs(t, name))
+		testenv.CreateFromFile(t, e.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
+		if err := inventory.EnsureCRD(ctx, e.Client); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []inventory.Provider{
+			inventory.New("cluster-api", provider.CoreProviderType, []string{"v1.13.4", "v1.14.0"}[i], "capi-system"),
+			inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
+		} {
+			e.CreateNamespaces(t, p.Namespace)
+			if err := inventory.Write(ctx, e.Client, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("KUBECONFIG", strings.Join(paths, string(os.PathListSeparator)))
+
+	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--all-contexts", "-o", "json")
+	if code != 0 {
+		t.Fatalf("fleet plan: exit %d: %s", code, errOut)
+	}
+	var fleet upgrade.FleetPlanView
+	if err := json.Unmarshal([]byte(out), &fleet); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	perWave := map[string]int{}
+	for _, w := range fleet.Waves {
+		for _, c := range w.Clusters {
+			perWave[w.Name()+" "+c.ManagementCluster]++
+		}
+	}
+	if len(fleet.Waves) != 3 || perWave["1 mgmt-a"] == 0 || perWave["1 mgmt-a"] != perWave["1 mgmt-b"] || len(fleet.Unplannable) != 10 ||
+		len(fleet.ManagementClusters) != 2 || fleet.ManagementClusters[0].Clusters != 10 || fleet.ManagementClusters[1].Problems != 5 {
+		t.Errorf("fleet plan over two management clusters: waves %v, %d unplannable, %+v", perWave, len(fleet.Unplannable), fleet.ManagementClusters)
+	}
+
+	out, errOut, code = runCapctl(t, "upgrade", "plan", "--contexts", "mgmt-b,mgmt-a", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("provider plan: exit %d: %s", code, errOut)
+	}
+	out = squeeze(out)
+	for _, want := range []string{
+		"MANAGEMENT NAME NAMESPACE TYPE CURRENT VERSION NEXT VERSION CONTRACT",
+		"mgmt-b cluster-api capi-system CoreProvider v1.14.0 Already up to date v1beta2",
+		"mgmt-a cluster-api capi-system CoreProvider v1.13.4 v1.14.0 v1beta2",
+		"mgmt-a: capctl upgrade apply --contract v1beta2 --kubeconfig-context mgmt-a",
+		"mgmt-b: already up to date for the v1beta2 contract",
+		"cluster-api v1.13.4 (v1beta2) on mgmt-a, v1.14.0 (v1beta2) on mgmt-b",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("provider plan lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A third context whose API server does not answer: exit 3, its row says so, the others
+	// are planned.
+	down := clientcmdapi.NewConfig()
+	down.Clusters["down"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	down.AuthInfos["down"] = &clientcmdapi.AuthInfo{Token: "x"}
+	down.Contexts["down"] = &clientcmdapi.Context{Cluster: "down", AuthInfo: "down"}
+	downPath := filepath.Join(t.TempDir(), "down.kubeconfig")
+	if err := clientcmd.WriteToFile(*down, downPath); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", strings.Join(append(paths, downPath), string(os.PathListSeparator)))
+	out, errOut, code = runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--all-contexts", "--connect-timeout", "2s")
+	out = squeeze(out)
+	if code != 3 || !strings.Contains(out, "down unreachable") || !strings.Contains(out, "mgmt-a ok v1beta2") || !strings.Contains(out, "mgmt-b 1 fleet/") {
+		t.Errorf("with an unreachable context: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, errOut, code = runCapctl(t, "upgrade", "apply", "--kubernetes-version", "v1.33.2", "--all-contexts", "--connect-timeout", "2s")
+	if code != 1 || !strings.Contains(errOut, "management cluster down cannot be used: management cluster unreachable") {
+		t.Errorf("apply with an unreachable context: exit %d\n%s", code, errOut)
+	}
 }

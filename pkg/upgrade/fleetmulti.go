@@ -132,11 +132,7 @@ func ApplyFleetEach(ctx context.Context, members []multicluster.Member, req Flee
 	fleet := make([]FleetMember, 0, len(results))
 	for _, r := range results {
 		if !r.Read() {
-			why := "cannot be read"
-			if !r.Reachable {
-				why = "is unreachable"
-			}
-			refused = append(refused, fmt.Sprintf("management cluster %s %s: %s", r.Name, why, r.Error))
+			refused = append(refused, fmt.Sprintf("management cluster %s cannot be used: %s", r.Name, r.Error))
 			continue
 		}
 		fleet = append(fleet, FleetMember{Name: r.Name, Client: r.Client})

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
@@ -237,7 +239,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		ms := open()
 		_, err := ApplyFleetEach(ctx, ms, FleetApplyRequest{KubernetesVersion: "v1.36.0", MaxParallel: 3, Timeout: 5 * time.Second, PollInterval: 100 * time.Millisecond})
 		var pe *PreflightError
-		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "management cluster mgmt-3 is unreachable") {
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "management cluster mgmt-3 cannot be used: management cluster unreachable") {
 			t.Fatalf("err = %v, want a refusal naming mgmt-3", err)
 		}
 		if after := fleetGenerations(t, names[:2], envs[:2], "prod"); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -252,6 +254,24 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		}
 		if n := len(planRows(&plan.FleetPlan)); n != 4 {
 			t.Errorf("plan of the two reachable management clusters: %d rows, want 4", n)
+		}
+
+		// A management cluster that fails its contract check (no Cluster CRD any more) is named too.
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		crd.SetName("clusters.cluster.x-k8s.io")
+		if err := envs[1].Client.Delete(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)) })
+		before = fleetGenerations(t, names[:1], envs[:1], "prod")
+		_, err = ApplyFleetEach(ctx, open(), FleetApplyRequest{KubernetesVersion: "v1.36.0", Timeout: 5 * time.Second})
+		if !errors.As(err, &pe) || len(pe.Problems) != 2 || !strings.Contains(pe.Problems[0], "management cluster mgmt-2 cannot be used: ") ||
+			!strings.Contains(pe.Problems[1], "management cluster mgmt-3 cannot be used") {
+			t.Fatalf("err = %v, want a refusal naming mgmt-2 (contract check) and mgmt-3", err)
+		}
+		if after := fleetGenerations(t, names[:1], envs[:1], "prod"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused apply changed objects: %v -> %v", before, after)
 		}
 	})
 }
