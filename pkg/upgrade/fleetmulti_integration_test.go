@@ -263,7 +263,9 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		if err := envs[1].Client.Delete(ctx, crd); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)) })
+		waitFor(t, func() bool {
+			return apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+		})
 		before = fleetGenerations(t, names[:1], envs[:1], "prod")
 		_, err = ApplyFleetEach(ctx, open(), FleetApplyRequest{KubernetesVersion: "v1.36.0", Timeout: 5 * time.Second})
 		if !errors.As(err, &pe) || len(pe.Problems) != 2 || !strings.Contains(pe.Problems[0], "management cluster mgmt-2 cannot be used: ") ||
