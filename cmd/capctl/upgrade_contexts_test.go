@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/capctl/capctl/internal/testenv"
-	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/multicluster"
-	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -123,24 +120,12 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	}})
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	cfg := upgradeConfig(t, fixtures)
-	ctx := context.Background()
 	var paths []string
 	for i, e := range envs {
 		name := []string{"mgmt-a", "mgmt-b"}[i]
 		paths = append(paths, e.KubeconfigAs(t, name))
 		testenv.CreateFromFile(t, e.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
-		if err := inventory.EnsureCRD(ctx, e.Client); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []inventory.Provider{
-			inventory.New("cluster-api", provider.CoreProviderType, []string{"v1.13.4", "v1.14.0"}[i], "capi-system"),
-			inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
-		} {
-			e.CreateNamespaces(t, p.Namespace)
-			if err := inventory.Write(ctx, e.Client, p); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeInventory(t, e, []string{"v1.13.4", "v1.14.0"}[i])
 	}
 	t.Setenv("KUBECONFIG", strings.Join(paths, string(os.PathListSeparator)))
 

@@ -118,17 +118,16 @@ func testUpgradeApply(t *testing.T, env *testenv.Env, cfg string) {
 	}
 }
 
-func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
-	_, errOut, code := runCapctl(t, "upgrade", "plan", "--kubeconfig", env.Kubeconfig, "--config", cfg)
-	if code == 0 || !strings.Contains(errOut, "capctl init") {
-		t.Errorf("no inventory: exit %d, %s", code, errOut)
-	}
+// writeInventory records cluster-api at coreVersion and docker v1.14.0 in the inventory (no
+// components installed), in their namespaces.
+func writeInventory(t *testing.T, env *testenv.Env, coreVersion string) {
+	t.Helper()
 	ctx := context.Background()
 	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []inventory.Provider{
-		inventory.New("cluster-api", provider.CoreProviderType, "v1.13.4", "capi-system"),
+		inventory.New("cluster-api", provider.CoreProviderType, coreVersion, "capi-system"),
 		inventory.New("docker", provider.InfrastructureProviderType, "v1.14.0", "capd-system"),
 	} {
 		env.CreateNamespaces(t, p.Namespace)
@@ -136,6 +135,14 @@ func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
+	_, errOut, code := runCapctl(t, "upgrade", "plan", "--kubeconfig", env.Kubeconfig, "--config", cfg)
+	if code == 0 || !strings.Contains(errOut, "capctl init") {
+		t.Errorf("no inventory: exit %d, %s", code, errOut)
+	}
+	writeInventory(t, env, "v1.13.4")
 	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubeconfig", env.Kubeconfig, "--config", cfg)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
