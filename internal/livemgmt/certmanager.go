@@ -28,10 +28,9 @@ import (
 var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "CertificateList"}
 
 func (k *kubelet) syncCertificates(ctx context.Context) error {
-	cl := k.c.Client
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(certificateGVK)
-	if err := cl.List(ctx, list); err != nil {
+	if err := k.r.List(ctx, list); err != nil {
 		if isNoMatch(err) {
 			return nil
 		}
@@ -65,7 +64,7 @@ func (k *kubelet) syncCertificates(ctx context.Context) error {
 func (k *kubelet) ensureSecret(ctx context.Context, cert *unstructured.Unstructured, name string, sc *servingCert) error {
 	data := map[string][]byte{"tls.crt": sc.certPEM, "tls.key": sc.keyPEM, "ca.crt": sc.certPEM}
 	s := &corev1.Secret{}
-	err := k.c.Client.Get(ctx, client.ObjectKey{Namespace: cert.GetNamespace(), Name: name}, s)
+	err := k.r.Get(ctx, client.ObjectKey{Namespace: cert.GetNamespace(), Name: name}, s)
 	if apierrors.IsNotFound(err) {
 		s = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cert.GetNamespace(), Name: name, Annotations: map[string]string{
@@ -73,7 +72,10 @@ func (k *kubelet) ensureSecret(ctx context.Context, cert *unstructured.Unstructu
 			}},
 			Type: corev1.SecretTypeTLS, Data: data,
 		}
-		return k.c.Client.Create(ctx, s)
+		if err := k.c.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err // AlreadyExists: created a moment ago, not yet in the informer
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -121,7 +123,7 @@ func (k *kubelet) caFor(ctx context.Context, key, from string) ([]byte, error) {
 	if key == annInjectCA {
 		cert := &unstructured.Unstructured{}
 		cert.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
-		if err := k.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert); err != nil {
+		if err := k.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert); err != nil {
 			if apierrors.IsNotFound(err) || isNoMatch(err) {
 				return nil, nil
 			}
@@ -130,7 +132,7 @@ func (k *kubelet) caFor(ctx context.Context, key, from string) ([]byte, error) {
 		secretName, _, _ = unstructured.NestedString(cert.Object, "spec", "secretName")
 	}
 	s := &corev1.Secret{}
-	if err := k.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, s); err != nil {
+	if err := k.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -157,26 +159,21 @@ func injection(m metav1.Object) (string, string) {
 }
 
 // injectCA writes caBundle into annotated CRDs' conversion webhooks and webhook configurations,
-// as cainjector does. CRDs are listed by metadata only and read in full when they changed.
+// as cainjector does. A CRD is looked at again only when its resourceVersion changed.
 func (k *kubelet) injectCA(ctx context.Context) error {
-	cl := k.c.Client
-	crds := &metav1.PartialObjectMetadataList{}
-	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	if err := cl.List(ctx, crds); err != nil {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := k.r.List(ctx, crds); err != nil {
 		return err
 	}
-	for _, m := range crds.Items {
-		key, from := injection(&m)
-		id := "crd/" + m.Name
-		if key == "" || k.injected[id] == m.ResourceVersion {
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		key, from := injection(crd)
+		id := "crd/" + crd.Name
+		if key == "" || k.injected[id] == crd.ResourceVersion {
 			continue
 		}
 		ca, err := k.caFor(ctx, key, from)
 		if err != nil || ca == nil {
-			continue
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := cl.Get(ctx, client.ObjectKey{Name: m.Name}, crd); err != nil {
 			continue
 		}
 		if crd.Spec.Conversion == nil || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
@@ -195,7 +192,7 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 		k.injected[id] = crd.ResourceVersion
 	}
 	vwcs := &admissionv1.ValidatingWebhookConfigurationList{}
-	if err := cl.List(ctx, vwcs); err != nil {
+	if err := k.r.List(ctx, vwcs); err != nil {
 		return err
 	}
 	for i := range vwcs.Items {
@@ -211,7 +208,7 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 		})
 	}
 	mwcs := &admissionv1.MutatingWebhookConfigurationList{}
-	if err := cl.List(ctx, mwcs); err != nil {
+	if err := k.r.List(ctx, mwcs); err != nil {
 		return err
 	}
 	for i := range mwcs.Items {

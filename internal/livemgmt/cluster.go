@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -263,11 +264,22 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	kctx, cancel := context.WithCancel(context.Background())
+	informers, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme(), Mapper: c.Client.RESTMapper()})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("the kubelet stand-in's informers: %w", err)
+	}
 	c.cancel = cancel
-	c.kl = newKubelet(c)
+	c.kl = newKubelet(c, informers)
+	informersDone := make(chan struct{})
+	go func() {
+		defer close(informersDone)
+		_ = informers.Start(kctx)
+	}()
 	go func() {
 		defer close(c.done)
 		c.kl.run(kctx)
+		<-informersDone
 	}()
 	c.host.logf("management cluster %s ready in %s (kubeconfig %s)", c.Name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
 	return nil
@@ -321,6 +333,32 @@ func (c *Cluster) startKCM(ctx context.Context) error {
 		}
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
+}
+
+// StopAPIServer stops this cluster's kube-apiserver alone, as an outage would: etcd, the
+// managers and kube-controller-manager keep running (and retrying). For tests of what a command
+// over several management clusters does when one cannot be reached; there is no restart, and
+// Host.Stop still ends everything.
+func (c *Cluster) StopAPIServer() error {
+	if c.env == nil || c.env.ControlPlane.APIServer == nil {
+		return fmt.Errorf("%s: no API server runs", c.Name)
+	}
+	// With the managers' watches open the server may outlast envtest's stop timeout; envtest
+	// then kills it and reports the timeout. Either way the outage is there once the port
+	// refuses connections.
+	stopErr := c.env.ControlPlane.APIServer.Stop()
+	u, err := url.Parse(c.apiURL)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err != nil {
+			return nil
+		}
+		conn.Close()
+	}
+	return fmt.Errorf("%s: the API server at %s still answers after stopping it: %v", c.Name, c.apiURL, stopErr)
 }
 
 // stop ends the kubelet stand-in (and with it the managers it runs), kube-controller-manager,

@@ -25,23 +25,29 @@ const EndpointSliceManager = "livemgmt.capctl.io"
 // to these endpoints, so no webhook configuration needs rewriting.
 func (k *kubelet) syncEndpoints(ctx context.Context) error {
 	cl := k.c.Client
-	pods := &corev1.PodList{}
-	if err := cl.List(ctx, pods, client.MatchingFields{"spec.nodeName": NodeName}); err != nil {
+	all := &corev1.PodList{}
+	if err := k.r.List(ctx, all); err != nil {
 		return err
 	}
+	var pods []corev1.Pod
+	for _, p := range all.Items {
+		if p.Spec.NodeName == NodeName {
+			pods = append(pods, p)
+		}
+	}
 	svcs := &corev1.ServiceList{}
-	if err := cl.List(ctx, svcs); err != nil {
+	if err := k.r.List(ctx, svcs); err != nil {
 		return err
 	}
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
-		selected := k.podsFor(svc.Namespace, svc.Spec.Selector, pods.Items)
+		selected := k.podsFor(svc.Namespace, svc.Spec.Selector, pods)
 		if len(selected) == 0 {
 			continue
 		}
 		want := k.slice(svc, selected)
 		got := &discoveryv1.EndpointSlice{}
-		err := cl.Get(ctx, client.ObjectKeyFromObject(want), got)
+		err := k.r.Get(ctx, client.ObjectKeyFromObject(want), got)
 		switch {
 		case apierrors.IsNotFound(err):
 			if err := cl.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -32,7 +32,14 @@ const NodeName = "livemgmt-host"
 // /readyz and reports the pod's status. Pods are deleted by the controllers; the stand-in stops
 // the process and finishes the deletion, as a kubelet does after the grace period.
 type kubelet struct {
-	c    *Cluster
+	c *Cluster
+	// r reads what the sync loop looks at every second (pods, Services, EndpointSlices,
+	// Secrets, Certificates, CRDs, webhook configurations) from informers: one watch per kind
+	// instead of a LIST per kind per second, which was most of an idle management cluster's API
+	// server CPU. Writes, the heartbeat and Secret mounts go to the API server directly. A read
+	// may lag a write by a moment; every step of the loop is level-based and runs again a second
+	// later.
+	r    client.Reader
 	log  *os.File
 	pods map[types.UID]*container
 	// last status fingerprint written per pod, to write only changes
@@ -61,9 +68,9 @@ type container struct {
 	lastExit string
 }
 
-func newKubelet(c *Cluster) *kubelet {
+func newKubelet(c *Cluster, r client.Reader) *kubelet {
 	f, _ := os.OpenFile(filepath.Join(c.Dir, "kubelet-standin.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	return &kubelet{c: c, log: f, pods: map[types.UID]*container{}, written: map[types.UID]string{}, injected: map[string]string{}}
+	return &kubelet{c: c, r: r, log: f, pods: map[types.UID]*container{}, written: map[types.UID]string{}, injected: map[string]string{}}
 }
 
 func (k *kubelet) logf(format string, args ...any) {
@@ -189,7 +196,7 @@ func (k *kubelet) heartbeat(ctx context.Context) error {
 func (k *kubelet) syncPods(ctx context.Context) error {
 	cl := k.c.Client
 	pods := &corev1.PodList{}
-	if err := cl.List(ctx, pods); err != nil {
+	if err := k.r.List(ctx, pods); err != nil {
 		return err
 	}
 	seen := map[types.UID]bool{}

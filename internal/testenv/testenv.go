@@ -127,13 +127,20 @@ func StartN(tb testing.TB, n int, opts Options) []*Env {
 // list make a kubeconfig with one context per management cluster, as client-go merges it.
 func (e *Env) KubeconfigAs(tb testing.TB, name string) string {
 	tb.Helper()
-	cfg, err := clientcmd.LoadFromFile(e.Kubeconfig)
+	return KubeconfigFileAs(tb, e.Kubeconfig, name)
+}
+
+// KubeconfigFileAs is KubeconfigAs for any kubeconfig file (a live management cluster's): the
+// copy's current context, cluster and user are all called name.
+func KubeconfigFileAs(tb testing.TB, kubeconfig, name string) string {
+	tb.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cur := cfg.Contexts[cfg.CurrentContext]
 	if cur == nil {
-		tb.Fatalf("kubeconfig %s has no current context", e.Kubeconfig)
+		tb.Fatalf("kubeconfig %s has no current context", kubeconfig)
 	}
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = cfg.Clusters[cur.Cluster]
