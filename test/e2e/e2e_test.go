@@ -67,6 +67,9 @@ type e2e struct {
 	clusters []*livemgmt.Cluster
 	config   string
 	home     string
+	// kubeconfigs is a KUBECONFIG list with one context per management cluster (see
+	// useContexts), for the commands run over several of them (capctl and startCapctl with nil).
+	kubeconfigs string
 }
 
 func start(t *testing.T, n int, versions ...string) *e2e {
@@ -121,9 +124,13 @@ func (e *e2e) command(ctx context.Context, c *livemgmt.Cluster, args ...string) 
 	} else {
 		cmd = exec.CommandContext(ctx, capctlBin, args...)
 	}
+	env := os.Environ()
+	if c == nil && e.kubeconfigs != "" {
+		env = append(env, "KUBECONFIG="+e.kubeconfigs)
+	}
 	// ClusterClass clusters (the in-memory flavor) need the topology feature gate, as
 	// clusterctl's quick start sets it.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",
+	cmd.Env = append(env, "NO_COLOR=1", "CLUSTER_TOPOLOGY=true",
 		"XDG_CONFIG_HOME="+filepath.Join(e.home, "xdg-config"), "XDG_CACHE_HOME="+filepath.Join(e.home, "xdg-cache"))
 	return cmd
 }

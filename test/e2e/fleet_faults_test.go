@@ -256,7 +256,10 @@ type liveCapctl struct {
 
 func (e *e2e) startCapctl(c *livemgmt.Cluster, args ...string) *liveCapctl {
 	e.t.Helper()
-	args = append(args, "--config", e.config, "--kubeconfig", c.Kubeconfig)
+	args = append(args, "--config", e.config)
+	if c != nil {
+		args = append(args, "--kubeconfig", c.Kubeconfig)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	e.t.Cleanup(cancel)
 	r := &liveCapctl{cmd: e.command(ctx, c, args...), done: make(chan struct{}), t: e.t, args: args}
