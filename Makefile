@@ -73,7 +73,7 @@ demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and
 test: envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
 	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
-	  integration "go vet ./... && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
+	  integration "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
 
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...

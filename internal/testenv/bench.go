@@ -129,8 +129,22 @@ func LoadAverage() string {
 // okExit are exit codes that end a run normally besides 0 (diagnose's "problems found").
 func (e *Env) BenchChild(b *testing.B, runs, rows int, okExit []int, command func() *exec.Cmd) {
 	b.Helper()
+	BenchChildOn(b, []*Env{e}, runs, rows, okExit, command)
+}
+
+// BenchChildOn is BenchChild for a command that reads several API servers (one per management
+// cluster): served/op is the sum of what they all served.
+func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, command func() *exec.Cmd) {
+	b.Helper()
+	served := func() int64 {
+		var n int64
+		for _, e := range envs {
+			n += e.ServedRequests(b)
+		}
+		return n
+	}
 	once := func() (float64, float64, float64) {
-		before := e.ServedRequests(b)
+		before := served()
 		start := time.Now()
 		out, peak, err := RunSampled(command())
 		seconds := time.Since(start).Seconds()
@@ -149,7 +163,7 @@ func (e *Env) BenchChild(b *testing.B, runs, rows int, okExit []int, command fun
 		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != rows+1 {
 			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, rows, out)
 		}
-		return seconds, float64(e.ServedRequests(b) - before - 1), peak
+		return seconds, float64(served() - before - int64(len(envs))), peak
 	}
 	once()
 	var secs, reqs, rss []float64

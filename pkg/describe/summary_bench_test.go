@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,44 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.Cmd) {
 	b.Helper()
 	fe.BenchChild(b, benchRuns(b), clusters, nil, command)
+}
+
+// BenchmarkDescribeClustersAcrossContexts: `capctl describe clusters -A` over one management
+// cluster of N clusters (DESCRIBE_FLEET_CLUSTERS, default 1000) and `--all-contexts` over three
+// such management clusters (3×N), in the same run: the three are read concurrently, so the goal
+// is at most 1.3× the one's seconds, with the requests (summed over the servers) per management
+// cluster as the one's: O(kinds), not O(clusters).
+func BenchmarkDescribeClustersAcrossContexts(b *testing.B) {
+	testenv.Integration(b)
+	n := 1000
+	if v := os.Getenv("DESCRIBE_FLEET_CLUSTERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
+		}
+	}
+	envs := []*testenv.Env{seedFleet(b, n), seedFleet(b, n), seedFleet(b, n)}
+	var files []string
+	for i, e := range envs {
+		files = append(files, e.KubeconfigAs(b, fmt.Sprintf("mgmt-%d", i+1)))
+	}
+	bin := testenv.BuildCapctl(b)
+	home := b.TempDir()
+	childEnv := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1")
+
+	b.Run(fmt.Sprintf("management=1/clusters=%d", n), func(b *testing.B) {
+		runChild(b, envs[0], n, func() *exec.Cmd {
+			cmd := exec.Command(bin, "describe", "clusters", "-A", "--kubeconfig", envs[0].Kubeconfig)
+			cmd.Env = childEnv
+			return cmd
+		})
+	})
+	b.Run(fmt.Sprintf("management=3/clusters=%d", 3*n), func(b *testing.B) {
+		// The rows, a blank line, then the management clusters' table (a header and 3 rows).
+		testenv.BenchChildOn(b, envs, benchRuns(b), 3*n+5, nil, func() *exec.Cmd {
+			cmd := exec.Command(bin, "describe", "clusters", "-A", "--all-contexts")
+			cmd.Env = append(childEnv, "KUBECONFIG="+strings.Join(files, string(os.PathListSeparator)))
+			return cmd
+		})
+	})
 }

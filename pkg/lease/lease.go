@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -223,11 +222,6 @@ func (l *Set) holderAlive(lease *coordinationv1.Lease) (bool, *LockedError) {
 		e.Since = s.AcquireTime.Time
 	}
 	return true, e
-}
-
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (l *Set) fill(lease *coordinationv1.Lease, now metav1.MicroTime, acquire bool) {
