@@ -122,7 +122,7 @@ release-tools: ## Build the pinned goreleaser and syft from the Go module proxy 
 
 release-snapshot: release-tools ## Build every release artefact locally (archives, SBOMs, checksums, krew manifest, Homebrew cask; no publish)
 	@$(if $(SIGN_SKIP),echo "release-snapshot: no COSIGN_KEY or CAPCTL_SIGN_KEYLESS: checksums.txt is not signed (everything else is built)" >&2,true)
-	PATH="$(RELEASE_TOOLS_BIN):$$PATH" goreleaser release --snapshot --clean $(SIGN_SKIP)
+	PATH="$(RELEASE_TOOLS_BIN):$$PATH" hack/release-snapshot.sh $(SIGN_SKIP)
 
 release-check: ## Validate dist/ from release-snapshot: checksums, an SBOM per archive naming capctl's commit, man pages, completions, krew and Homebrew
 	CAPCTL_RELEASE_DIST=$(CURDIR)/dist go test -count=1 -v ./test/release/

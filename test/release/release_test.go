@@ -55,6 +55,12 @@ func openDist(t *testing.T) *dist {
 	if err := json.Unmarshal(b, &d.artifacts); err != nil {
 		t.Fatalf("artifacts.json: %v", err)
 	}
+	// goreleaser writes each path relative to where it ran, the folder that holds dist/.
+	for i := range d.artifacts {
+		if p := d.artifacts[i].Path; p != "" && !filepath.IsAbs(p) {
+			d.artifacts[i].Path = filepath.Join(filepath.Dir(dir), p)
+		}
+	}
 	f, err := os.Open(filepath.Join(dir, "checksums.txt"))
 	if err != nil {
 		t.Fatal(err)
