@@ -376,6 +376,10 @@ func TestKrewManifestAndHomebrewCaskPointAtTheArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Homebrew fills #{version} in a cask's URLs from its `version` line, as goreleaser writes them.
+	if m := regexp.MustCompile(`(?m)^\s*version "([^"]+)"`).FindSubmatch(rb); m != nil {
+		rb = []byte(strings.ReplaceAll(string(rb), "#{version}", string(m[1])))
+	}
 	// Each platform block of the cask is `url "..."` followed by `sha256 "..."`.
 	pairs := regexp.MustCompile(`(?s)url "([^"]+)".*?sha256 "([0-9a-f]{64})"`).FindAllStringSubmatch(string(rb), -1)
 	if len(pairs) == 0 {
