@@ -28,9 +28,9 @@ func clusterState(t *testing.T, c *cluster.Client) string {
 	if err != nil || len(unlisted) > 0 {
 		t.Fatalf("the admin cannot list everything: %v %v", err, unlisted)
 	}
-	found, unlisted := listAll(context.Background(), c, types, labels.Everything(), 8)
-	if len(unlisted) > 0 {
-		t.Fatalf("the admin cannot list everything: %v", unlisted)
+	found, unlisted, err := listAll(context.Background(), c, types, labels.Everything(), 8)
+	if err != nil || len(unlisted) > 0 {
+		t.Fatalf("the admin cannot list everything: %v %v", err, unlisted)
 	}
 	var lines []string
 	for _, o := range found {

@@ -305,7 +305,10 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 	if err != nil {
 		return nil, err
 	}
-	found, unlisted := listAll(ctx, c, types, sel, opts.concurrency())
+	found, unlisted, err := listAll(ctx, c, types, sel, opts.concurrency())
+	if err != nil {
+		return nil, err
+	}
 	plan.Unlisted = append(plan.Unlisted, unlisted...)
 
 	// Sort components to their provider, applying clusterctl's keep rules.
@@ -450,25 +453,27 @@ func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupReso
 }
 
 // listAll lists every type once (all namespaces, metadata only) with the selector, in parallel.
-func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []authz.Unreadable) {
+// A kind the server refuses or fails to list is recorded (authz.Reads) and the others are still
+// listed, so the refusal names all that could not be; an error that is not about one kind (a
+// bad credential, an unreachable server) is returned.
+func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []authz.Unreadable, error) {
 	var (
-		mu       sync.Mutex
-		found    []listedObject
-		unlisted []authz.Unreadable
-		g        errgroup.Group
+		mu    sync.Mutex
+		found []listedObject
+		reads authz.Reads
+		g     errgroup.Group
 	)
 	g.SetLimit(concurrency)
 	for _, t := range types {
 		g.Go(func() error {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(t.gvk.GroupVersion().WithKind(t.gvk.Kind + "List"))
-			err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: sel})
+			ok, err := reads.List(ctx, c, list, client.MatchingLabelsSelector{Selector: sel})
+			if !ok || err != nil {
+				return err
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				unlisted = append(unlisted, authz.NewUnreadable(t.resource+"."+t.gvk.Group, "", "list", err))
-				return nil // every kind is still listed, so the refusal names all that could not be
-			}
 			for _, it := range list.Items {
 				found = append(found, listedObject{
 					Object:     Object{GVK: t.gvk, Kind: t.gvk.Kind, Namespace: it.Namespace, Name: it.Name},
@@ -479,9 +484,11 @@ func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.S
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines report through warnings
+	if err := g.Wait(); err != nil {
+		return nil, nil, fmt.Errorf("listing the components: %w", err)
+	}
 	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
-	return found, unlisted
+	return found, reads.Unread(), nil
 }
 
 // checkNoObjects refuses --include-crd while objects of the selected providers' CRDs exist
