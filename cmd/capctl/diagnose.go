@@ -18,7 +18,7 @@ import (
 func init() { registerCommand(newDiagnoseCmd) }
 
 // exitProblemsFound is the exit code of `diagnose` when it found problems (README: exit codes).
-const exitProblemsFound = 2
+const exitProblemsFound = multicluster.ExitProblems
 
 // exitCodeError ends the run with a given exit code and no "Error:" line: the output already
 // said what is wrong.
@@ -99,8 +99,9 @@ timeout), and applies its rules. Each finding says what is stuck and since when,
 sentence), the responsible component (provider, namespace, Deployment) and the commands to run
 next; conditions' messages are quoted. The furthest-upstream problem is marked as the root cause.
 
-Exit codes: 0 no problem found, 2 problems found (errors or warnings), 1 the diagnosis itself
-failed (bad flags, management cluster unreachable, cluster not found).`),
+Exit codes: 0 no problem found, 2 problems found (errors or warnings), 3 partial view (some kind
+could not be read, e.g. RBAC: the checks that needed it say "not checked"), 1 the diagnosis
+itself failed (bad flags, management cluster unreachable, cluster not found).`),
 		Example: strings.TrimSpace(`
   capctl diagnose cluster my-cluster -n prod
   capctl diagnose cluster my-cluster -o json | jq '.findings[] | select(.root)'
@@ -161,10 +162,7 @@ func (o *DiagnoseClusterOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !rep.Healthy {
-		return exitCodeError{code: exitProblemsFound}
-	}
-	return nil
+	return exitCode(multicluster.ViewExit(rep.Complete(), !rep.Healthy, true))
 }
 
 // DiagnoseClustersOptions are the flags of `diagnose clusters`.
@@ -198,8 +196,9 @@ With --contexts a,b or --all-contexts, diagnose the clusters of several manageme
 one table (a first MANAGEMENT column), then one row per management cluster; one that cannot be
 read is reported in its row and the others are still diagnosed.
 
-Exit codes: 0 no cluster has a problem, 2 some cluster has one, 3 some management cluster could
-not be read (--contexts/--all-contexts), 1 the diagnosis itself failed.`),
+Exit codes: 0 no cluster has a problem, 2 some cluster has one, 3 partial view (some kind could
+not be read, e.g. RBAC, or some management cluster of --contexts/--all-contexts could not be
+read), 1 the diagnosis itself failed.`),
 		Example: strings.TrimSpace(`
   capctl diagnose clusters -A
   capctl diagnose clusters -n prod -o json | jq '.clusters[] | select(.healthy | not) | .root.rule'`),
@@ -274,10 +273,7 @@ func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !fr.Healthy {
-		return exitCodeError{code: exitProblemsFound}
-	}
-	return nil
+	return exitCode(multicluster.ViewExit(fr.Complete(), !fr.Healthy, true))
 }
 
 // runMulti diagnoses the clusters of several management clusters as one view.
@@ -299,5 +295,5 @@ func (o *DiagnoseClustersOptions) runMulti(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return multiExit(v.ManagementClusters, true)
+	return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, v.Complete(), true))
 }

@@ -120,7 +120,12 @@ func checkContextsFlags(cmd *cobra.Command, sel multicluster.Selection) error {
 
 // multiExit ends a multi-management-cluster run with its exit code (multicluster.ExitCode).
 func multiExit(ms []multicluster.ManagementCluster, judge bool) error {
-	if code := multicluster.ExitCode(ms, judge); code != multicluster.ExitOK {
+	return exitCode(multicluster.ExitCode(ms, judge))
+}
+
+// exitCode ends the run with code (multicluster's codes) once the view is printed; nil for ExitOK.
+func exitCode(code int) error {
+	if code != multicluster.ExitOK {
 		return exitCodeError{code: code}
 	}
 	return nil

@@ -29,7 +29,12 @@ func newCmdGetProviders(f *factory, runF func(*GetProvidersOptions) error) *cobr
 List the providers of the management cluster's inventory with their type, version and namespace,
 the Cluster API contract their CRDs declare (labels cluster.x-k8s.io/<contract>), whether their
 controller Deployment is available and their webhook answers (Service with ready endpoints, CA
-injected), and the --*-concurrency flags their controllers run with. cert-manager's state follows.`),
+injected), and the --*-concurrency flags their controllers run with. cert-manager's state follows.
+
+A kind you may not read (RBAC) does not stop it: what could be read is shown, the checks that
+needed the kind say "not checked", the kinds are named (json/yaml: unread), and the exit code is
+3 (the view is partial). Exit codes: 0 complete view, 3 partial view or an unreadable management
+cluster, 1 failure.`),
 		Example: strings.TrimSpace(`
   capctl get providers
   capctl get providers -o yaml
@@ -61,7 +66,7 @@ func (o *GetProvidersOptions) Run(ctx context.Context) error {
 		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return diagnose.RenderProvidersView(w, v) }); err != nil {
 			return err
 		}
-		return multiExit(v.ManagementClusters, false)
+		return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, v.Complete(), false))
 	}
 	c, err := o.Cluster(ctx)
 	if err != nil {
@@ -71,5 +76,8 @@ func (o *GetProvidersOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) })
+	if err := output.Render(o.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) }); err != nil {
+		return err
+	}
+	return exitCode(multicluster.ViewExit(m.Complete(), false, false))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,25 @@ func Tolerable(err error) bool {
 	}
 	var s apierrors.APIStatus
 	return errors.As(err, &s)
+}
+
+// forbiddenVerb finds the verb in the API server's Forbidden message ("... cannot list resource ...").
+var forbiddenVerb = regexp.MustCompile(`cannot (\w+) resource`)
+
+// FromError records a failed read whose resource and verb only the error knows (a read made by
+// a lower layer): the resource from the status details, the verb from a Forbidden message.
+func FromError(namespace string, err error) Unreadable {
+	resource, verb := "unknown", "read"
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		if d := s.Status().Details; d != nil && d.Kind != "" {
+			resource = d.Kind + "." + d.Group
+		}
+		if m := forbiddenVerb.FindStringSubmatch(s.Status().Message); m != nil {
+			verb = m[1]
+		}
+	}
+	return NewUnreadable(resource, namespace, verb, err)
 }
 
 // Add records a read that failed.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/install"
 )
 
@@ -27,6 +28,8 @@ type ReadState struct {
 	// Ready: every check passed.
 	Ready  bool
 	Checks []install.Check
+	// Unread are the kinds that could not be read: the checks that needed them were not made.
+	Unread []authz.Unreadable
 }
 
 // Status reads cert-manager's state without changing the cluster: the Certificates of the cluster
@@ -34,22 +37,29 @@ type ReadState struct {
 // namespace, its Deployments available, its webhook Service with ready endpoints and the CA
 // injected into its webhook configurations (the checks init waits on). Troubleshooting commands
 // use it; init and upgrade use Probe.
+//
+// A read the server refuses (RBAC) does not stop it: the kind is named in Unread, the checks that
+// needed it are left out and Ready is false, so nothing unread is reported ready.
 func Status(ctx context.Context, c client.Client) (*ReadState, error) {
 	st := &ReadState{}
+	var reads authz.Reads
+	defer func() { st.Unread = reads.Unread() }()
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := c.Get(ctx, client.ObjectKey{Name: CertificatesCRD}, crd); err != nil {
+	if ok, err := reads.Get(ctx, c, client.ObjectKey{Name: CertificatesCRD}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return st, nil
 		}
 		return nil, fmt.Errorf("reading CRD %s: %w", CertificatesCRD, err)
+	} else if !ok {
+		return st, nil // whether it is installed is not known
 	}
 	st.Installed = true
 	if o, err := Owner(ctx, c); err == nil {
 		st.Version = o.Version
 	}
 	deps := &appsv1.DeploymentList{}
-	if err := c.List(ctx, deps, client.InNamespace(Namespace)); err != nil {
+	if _, err := reads.List(ctx, c, deps, client.InNamespace(Namespace)); err != nil {
 		return nil, fmt.Errorf("listing cert-manager Deployments in %s: %w", Namespace, err)
 	}
 	var objs []unstructured.Unstructured
@@ -61,22 +71,28 @@ func Status(ctx context.Context, c client.Client) (*ReadState, error) {
 			u := unstructured.Unstructured{}
 			u.SetAPIVersion("admissionregistration.k8s.io/v1")
 			u.SetKind(kind)
-			err := c.Get(ctx, client.ObjectKey{Name: WebhookName}, &u)
+			ok, err := reads.Get(ctx, c, client.ObjectKey{Name: WebhookName}, &u)
 			switch {
-			case err == nil:
+			case ok:
 				objs = append(objs, u)
-			case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			case err == nil, apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			default:
 				return nil, fmt.Errorf("reading %s %s: %w", kind, WebhookName, err)
 			}
 		}
 	}
-	st.Checks = install.Diagnose(ctx, c, objs, false)
+	for _, ch := range install.Diagnose(ctx, c, objs, false) {
+		if authz.Tolerable(ch.Err) {
+			reads.Add(authz.FromError(ch.Object.Namespace, ch.Err))
+			continue
+		}
+		st.Checks = append(st.Checks, ch)
+	}
 
 	certs := &unstructured.UnstructuredList{}
 	certs.SetAPIVersion("cert-manager.io/v1")
 	certs.SetKind("CertificateList")
-	if err := c.List(ctx, certs); err != nil && !meta.IsNoMatchError(err) {
+	if _, err := reads.List(ctx, c, certs); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing cert-manager Certificates: %w", err)
 	}
 	for i := range certs.Items {
@@ -97,7 +113,7 @@ func Status(ctx context.Context, c client.Client) (*ReadState, error) {
 		}
 		st.Checks = append(st.Checks, ch)
 	}
-	st.Ready = true
+	st.Ready = len(reads.Unread()) == 0
 	for _, ch := range st.Checks {
 		st.Ready = st.Ready && ch.Ready
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -155,7 +156,14 @@ type Report struct {
 	Workload *WorkloadSummary `json:"workload,omitempty"`
 	// ManagementError says why the management side (providers, cert-manager) was not checked.
 	ManagementError string `json:"managementError,omitempty"`
+	// Unread are the kinds that could not be read (RBAC): the view is partial. NotChecked are the
+	// rules that needed them; while any is left, the report is not healthy.
+	Unread     []authz.Unreadable `json:"unread,omitempty"`
+	NotChecked []NotChecked       `json:"notChecked,omitempty"`
 }
+
+// Complete tells whether every kind the diagnosis reads could be read.
+func (r *Report) Complete() bool { return len(r.Unread) == 0 }
 
 // WorkloadSummary is what the report says about reading the workload cluster.
 type WorkloadSummary struct {
@@ -250,7 +258,12 @@ func runRules(in *Input, rules []Rule) *Report {
 			break
 		}
 	}
-	rep.Healthy = rep.Problems() == 0
+	if in.Management != nil {
+		rep.Unread = in.Management.Unread
+	}
+	rep.NotChecked = notChecked(in)
+	// What could not be checked is not known to be fine.
+	rep.Healthy = rep.Problems() == 0 && len(rep.NotChecked) == 0
 	return rep
 }
 

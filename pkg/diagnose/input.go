@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -111,6 +112,11 @@ type Management struct {
 	Providers    []ProviderStatus `json:"providers"`
 	// CertManager is nil when it was not checked.
 	CertManager *CertManagerStatus `json:"certManager,omitempty"`
+	// Unread are the kinds that could not be read (RBAC): the view is incomplete.
+	Unread []authz.Unreadable `json:"unread,omitempty"`
+	// NotChecked are the checks not made for any provider (check → why: "cannot read ..."),
+	// because a kind every provider needs could not be read.
+	NotChecked map[string]string `json:"notChecked,omitempty"`
 	// CRDProviders maps a CRD name to the manifest label of the provider that installed it
 	// (its cluster.x-k8s.io/provider label).
 	CRDProviders map[string]string `json:"-"`
@@ -137,6 +143,58 @@ type ProviderStatus struct {
 	Webhooks []Check `json:"webhooks,omitempty"`
 	// WebhookAnswers is nil when the provider has no webhook, else whether every check passed.
 	WebhookAnswers *bool `json:"webhookAnswers,omitempty"`
+	// NotChecked are this provider's checks that were not made (check → why), beside those of
+	// Management.NotChecked: ControllerAvailable, WebhookAnswers and Contract then say nothing.
+	NotChecked map[string]string `json:"notChecked,omitempty"`
+}
+
+// The checks a kind that cannot be read leaves undone (keys of NotChecked).
+const (
+	checkInventory  = "inventory"
+	checkController = "controller"
+	checkWebhook    = "webhook"
+	checkContract   = "contract"
+)
+
+// Complete tells whether every kind the management side reads could be read.
+func (m *Management) Complete() bool { return len(m.Unread) == 0 }
+
+func notCheckedReason(u authz.Unreadable) string { return "cannot read " + u.String() }
+
+func (m *Management) notCheck(check string, u authz.Unreadable) {
+	if m.NotChecked == nil {
+		m.NotChecked = map[string]string{}
+	}
+	if _, done := m.NotChecked[check]; !done {
+		m.NotChecked[check] = notCheckedReason(u)
+	}
+}
+
+func (p *ProviderStatus) notCheck(check string, u authz.Unreadable) {
+	if p.NotChecked == nil {
+		p.NotChecked = map[string]string{}
+	}
+	if _, done := p.NotChecked[check]; !done {
+		p.NotChecked[check] = notCheckedReason(u)
+	}
+}
+
+// NotCheckedWhy says why a check of provider p was not made ("" when it was made). A nil
+// Management checked nothing, but says so elsewhere (Report.ManagementError).
+func (m *Management) NotCheckedWhy(p *ProviderStatus, check string) string {
+	if m == nil {
+		return ""
+	}
+	if why := m.NotChecked[check]; why != "" {
+		return why
+	}
+	if why := m.NotChecked[checkInventory]; why != "" {
+		return why
+	}
+	if p != nil {
+		return p.NotChecked[check]
+	}
+	return ""
 }
 
 // DeploymentStatus is one controller Deployment of a provider.
@@ -167,6 +225,8 @@ type CertManagerStatus struct {
 	Version   string  `json:"version,omitempty"`
 	Ready     bool    `json:"ready"`
 	Checks    []Check `json:"checks,omitempty"`
+	// NotChecked says what of cert-manager could not be read: Ready then says nothing.
+	NotChecked []string `json:"notChecked,omitempty"`
 }
 
 // Provider returns the provider with a manifest label, if installed.

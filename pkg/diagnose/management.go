@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/install"
@@ -24,17 +25,30 @@ import (
 // labels), controller Deployments (availability, --*-concurrency flags), webhooks (endpoints
 // ready, CA injected) and cert-manager. The cost does not depend on the number of clusters: one
 // LIST per kind plus a few reads per provider.
+//
+// A kind it may not read (RBAC) does not stop it: the kind is named in Management.Unread and the
+// checks that needed it are marked not checked (Management.NotChecked, ProviderStatus.NotChecked),
+// never reported as passed. Deployments it may not list cluster-wide are listed per provider
+// namespace, so one forbidden namespace leaves only its providers unchecked.
 func FetchManagement(ctx context.Context, c client.Client) (*Management, error) {
+	var reads authz.Reads
+	m := &Management{CRDProviders: map[string]string{}}
 	items, err := inventory.List(ctx, c)
 	if err != nil {
-		return nil, err
+		if !authz.Tolerable(err) {
+			return nil, err
+		}
+		u := authz.NewUnreadable(inventory.CRDName, "", "list", err)
+		reads.Add(u)
+		m.notCheck(checkInventory, u)
 	}
-	m := &Management{CRDProviders: map[string]string{}}
 
 	crds := &metav1.PartialObjectMetadataList{}
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	if err := c.List(ctx, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
+	if ok, err := reads.List(ctx, c, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
 		return nil, fmt.Errorf("listing the providers' CRDs: %w", err)
+	} else if !ok {
+		m.notCheck(checkContract, lastOf(&reads, authz.ResourceOf(c, crds)))
 	}
 	crdsOf := map[string][]metav1.PartialObjectMetadata{}
 	for _, crd := range crds.Items {
@@ -43,8 +57,8 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 		crdsOf[label] = append(crdsOf[label], crd)
 	}
 
-	deps := &appsv1.DeploymentList{}
-	if err := c.List(ctx, deps, client.HasLabels{inventory.ProviderLabel}); err != nil {
+	deps, unreadNS, err := listDeployments(ctx, c, &reads, items)
+	if err != nil {
 		return nil, fmt.Errorf("listing the providers' Deployments: %w", err)
 	}
 	// Webhook configurations are cluster-scoped and labelled with their provider.
@@ -53,8 +67,12 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 		l := &unstructured.UnstructuredList{}
 		l.SetAPIVersion("admissionregistration.k8s.io/v1")
 		l.SetKind(kind)
-		if err := c.List(ctx, l, client.HasLabels{inventory.ProviderLabel}); err != nil {
+		ok, err := reads.List(ctx, c, l, client.HasLabels{inventory.ProviderLabel})
+		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", strings.TrimSuffix(kind, "List"), err)
+		}
+		if !ok {
+			m.notCheck(checkWebhook, lastOf(&reads, authz.ResourceOf(c, l)))
 		}
 		hooks = append(hooks, l.Items...)
 	}
@@ -62,6 +80,9 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 	for _, it := range items {
 		label := it.ManifestLabel()
 		p := ProviderStatus{Name: it.ProviderName, Type: it.Type, Version: it.Version, Namespace: it.Namespace, ManifestLabel: label}
+		if u, ok := unreadNS[it.Namespace]; ok {
+			p.notCheck(checkController, u)
+		}
 		for _, crd := range crdsOf[label] {
 			p.CRDs = append(p.CRDs, crd.Name)
 			if c := contract.Declared(crd.Labels); c != "" && (p.Contract == "" || version.CompareKubeAwareVersionStrings(c, p.Contract) > 0) {
@@ -98,6 +119,12 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 		p.ControllerAvailable = len(p.Deployments) > 0
 		for _, ch := range checks {
 			if ch.What == "available" {
+				if authz.Tolerable(ch.Err) {
+					u := authz.FromError(ch.Object.Namespace, ch.Err)
+					reads.Add(u)
+					p.notCheck(checkController, u)
+					continue
+				}
 				for i := range p.Deployments {
 					if p.Deployments[i].Name == ch.Object.Name {
 						p.Deployments[i].Available, p.Deployments[i].Reason = ch.Ready, ch.Reason
@@ -112,6 +139,13 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 				if !ch.Ready {
 					p.ControllerAvailable = false
 				}
+				continue
+			}
+			if authz.Tolerable(ch.Err) {
+				// Not known to fail: the state could not be read.
+				u := authz.FromError(ch.Object.Namespace, ch.Err)
+				reads.Add(u)
+				p.notCheck(checkWebhook, u)
 				continue
 			}
 			p.Webhooks = append(p.Webhooks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
@@ -141,10 +175,73 @@ func FetchManagement(ctx context.Context, c client.Client) (*Management, error) 
 		return nil, err
 	}
 	m.CertManager = &CertManagerStatus{Installed: cm.Installed, Version: cm.Version, Ready: cm.Ready}
+	for _, u := range cm.Unread {
+		reads.Add(u)
+		m.CertManager.NotChecked = append(m.CertManager.NotChecked, notCheckedReason(u))
+	}
 	for _, ch := range cm.Checks {
 		m.CertManager.Checks = append(m.CertManager.Checks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
 	}
+	// Each provider carries every check it was not given, so it can be shown alone (get providers
+	// over several management clusters).
+	for i := range m.Providers {
+		for check := range m.NotChecked {
+			if check != checkInventory {
+				m.Providers[i].notCheck(check, authz.Unreadable{})
+				m.Providers[i].NotChecked[check] = m.NotChecked[check]
+			}
+		}
+	}
+	m.Unread = reads.Unread()
 	return m, nil
+}
+
+// listDeployments lists the providers' Deployments: in one list of all namespaces, else (that list
+// refused) one per provider namespace, so a namespace the user may not read leaves only its
+// providers unchecked. It returns what it could not read by namespace.
+func listDeployments(ctx context.Context, c client.Client, reads *authz.Reads, items []inventory.Provider) (*appsv1.DeploymentList, map[string]authz.Unreadable, error) {
+	deps := &appsv1.DeploymentList{}
+	var all authz.Reads // a refused cluster-wide list is not itself a gap when every namespace can be read
+	ok, err := all.List(ctx, c, deps, client.HasLabels{inventory.ProviderLabel})
+	if ok || err != nil {
+		return deps, nil, err
+	}
+	unread := map[string]authz.Unreadable{}
+	seen := map[string]bool{}
+	for _, it := range items {
+		if seen[it.Namespace] {
+			continue
+		}
+		seen[it.Namespace] = true
+		l := &appsv1.DeploymentList{}
+		ok, err := reads.List(ctx, c, l, client.InNamespace(it.Namespace), client.HasLabels{inventory.ProviderLabel})
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			unread[it.Namespace] = lastOf(reads, authz.ResourceOf(c, l))
+			continue
+		}
+		deps.Items = append(deps.Items, l.Items...)
+	}
+	if len(items) == 0 {
+		// Nothing to fall back on: the cluster-wide list is the gap.
+		for _, u := range all.Unread() {
+			reads.Add(u)
+		}
+	}
+	return deps, unread, nil
+}
+
+// lastOf is the last recorded read of resource (the one that just failed).
+func lastOf(reads *authz.Reads, resource string) authz.Unreadable {
+	var found authz.Unreadable
+	for _, u := range reads.Unread() {
+		if u.Resource == resource {
+			found = u
+		}
+	}
+	return found
 }
 
 // webhookInNamespace tells whether a webhook configuration calls a Service of the namespace (a

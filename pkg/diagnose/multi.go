@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sort"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/multicluster"
@@ -22,6 +24,37 @@ type FleetView struct {
 	// ManagementErrors say, per management cluster, why its management side (providers) was
 	// not checked.
 	ManagementErrors map[string]string `json:"managementErrors,omitempty"`
+	// Unread are, by context, the kinds that could not be read there (RBAC): the view is partial.
+	Unread map[string][]authz.Unreadable `json:"unread,omitempty"`
+}
+
+// Complete tells whether every kind could be read on every management cluster.
+func (v *FleetView) Complete() bool { return len(v.Unread) == 0 }
+
+// addUnread records what could not be read on one management cluster.
+func addUnread(by *map[string][]authz.Unreadable, name string, us []authz.Unreadable) {
+	if len(us) == 0 {
+		return
+	}
+	if *by == nil {
+		*by = map[string][]authz.Unreadable{}
+	}
+	(*by)[name] = us
+}
+
+// renderUnread says, per management cluster in the summary's order, what could not be read.
+func renderUnread(w io.Writer, ms []multicluster.ManagementCluster, by map[string][]authz.Unreadable) error {
+	for _, m := range ms {
+		if us := by[m.Name]; len(us) > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "On %s: ", m.Name)
+			writePartial(&b, us, nil)
+			if _, err := io.WriteString(w, b.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ClustersEach runs Clusters on every management cluster, concurrently (bounded), with the
@@ -44,6 +77,7 @@ func ClustersEach(ctx context.Context, members []multicluster.Member, opts Fleet
 		if r.Value == nil {
 			continue
 		}
+		addUnread(&v.Unread, r.Name, r.Value.Unread)
 		if r.Value.ManagementError != "" {
 			if v.ManagementErrors == nil {
 				v.ManagementErrors = map[string]string{}
@@ -97,6 +131,9 @@ func RenderFleetView(w io.Writer, v *FleetView, o RenderOptions) error {
 	} else if _, err := io.WriteString(w, "No clusters found.\n"); err != nil {
 		return err
 	}
+	if err := renderUnread(w, v.ManagementClusters, v.Unread); err != nil {
+		return err
+	}
 	return multicluster.RenderSummary(w, v.Summary)
 }
 
@@ -106,7 +143,12 @@ type ProvidersView struct {
 	Providers []ManagedProvider `json:"providers"`
 	// CertManager is each management cluster's cert-manager, by context.
 	CertManager map[string]*CertManagerStatus `json:"certManager,omitempty"`
+	// Unread are, by context, the kinds that could not be read there (RBAC): the view is partial.
+	Unread map[string][]authz.Unreadable `json:"unread,omitempty"`
 }
+
+// Complete tells whether every kind could be read on every management cluster.
+func (v *ProvidersView) Complete() bool { return len(v.Unread) == 0 }
 
 // ManagedProvider is one provider of one management cluster.
 type ManagedProvider struct {
@@ -143,6 +185,7 @@ func ProvidersEach(ctx context.Context, members []multicluster.Member) *Provider
 				r.Problems++
 			}
 		}
+		addUnread(&v.Unread, r.Name, m.Unread)
 		if m.CertManager != nil {
 			if v.CertManager == nil {
 				v.CertManager = map[string]*CertManagerStatus{}
@@ -171,6 +214,9 @@ func RenderProvidersView(w io.Writer, v *ProvidersView) error {
 				return err
 			}
 		}
+	}
+	if err := renderUnread(w, v.ManagementClusters, v.Unread); err != nil {
+		return err
 	}
 	return multicluster.RenderSummary(w, v.Summary)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -57,9 +58,12 @@ func RenderText(w io.Writer, r *Report, o RenderOptions) error {
 	}
 	var b strings.Builder
 	name := r.Namespace + "/" + r.Cluster
-	if r.Healthy {
+	switch {
+	case r.Healthy:
 		fmt.Fprintf(&b, "Cluster %s: %s, no rule found a problem.\n", name, paint(o.Color, "32", "healthy"))
-	} else {
+	case r.Problems() == 0:
+		fmt.Fprintf(&b, "Cluster %s: %s: no rule found a problem in what could be read, %d check(s) not made.\n", name, paint(o.Color, "33", "not fully checked"), len(r.NotChecked))
+	default:
 		fmt.Fprintf(&b, "Cluster %s: %s, %d problem(s).\n", name, paint(o.Color, "31", "not healthy"), r.Problems())
 	}
 	if w := r.Workload; w != nil {
@@ -73,6 +77,7 @@ func RenderText(w io.Writer, r *Report, o RenderOptions) error {
 			fmt.Fprintf(&b, "Workload cluster: not read: %s\n", w.Error)
 		}
 	}
+	writePartial(&b, r.Unread, r.NotChecked)
 	for i, f := range r.Findings {
 		b.WriteString("\n")
 		head := fmt.Sprintf("%d. %s %s  %s", i+1, severityLabel(f.Severity, o.Color), f.Rule, f.Object)
@@ -105,6 +110,16 @@ func RenderText(w io.Writer, r *Report, o RenderOptions) error {
 	return err
 }
 
+// writePartial says what a partial view could not read and which checks it could not make.
+func writePartial(b *strings.Builder, unread []authz.Unreadable, nc []NotChecked) {
+	if len(unread) > 0 {
+		fmt.Fprintf(b, "Partial view: %d kind(s) could not be read (grant the verbs or run as a user who has them):\n%s\n", len(unread), authz.Describe(unread, "  "))
+	}
+	for _, n := range nc {
+		fmt.Fprintf(b, "Not checked: %s for %s: %s\n", n.Rule, n.Object, n.Reason)
+	}
+}
+
 func indentLines(s, indent string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+indent)
 }
@@ -126,6 +141,9 @@ func RenderFleet(w io.Writer, fr *FleetReport, o RenderOptions) error {
 		switch {
 		case r.Error != "":
 			status, summary = paint(o.Color, "31", "error"), r.Error
+		case r.Problems == 0 && len(r.NotChecked) > 0:
+			status = paint(o.Color, "33", "not checked")
+			rule, object, summary = r.NotChecked[0].Rule, r.NotChecked[0].Object, "not checked: "+r.NotChecked[0].Reason
 		case !r.Healthy:
 			status = paint(o.Color, "31", "problems")
 			if f := r.Root; f != nil {
@@ -142,6 +160,13 @@ func RenderFleet(w io.Writer, fr *FleetReport, o RenderOptions) error {
 			return err
 		}
 	}
+	if len(fr.Unread) > 0 {
+		var b strings.Builder
+		writePartial(&b, fr.Unread, nil)
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+	}
 	return output.WriteTable(w, multicluster.Lead(multi, multicluster.Column, "NAMESPACE", "NAME", "STATUS", "PROBLEMS", "ROOT CAUSE", "OBJECT", "SINCE", "SUMMARY"), rows)
 }
 
@@ -155,10 +180,18 @@ func RenderProviders(w io.Writer, m *Management) error {
 		return err
 	}
 	if cm := m.CertManager; cm != nil {
-		_, err := fmt.Fprintf(w, "\ncert-manager%s\n", certManagerState(cm))
-		return err
+		if _, err := fmt.Fprintf(w, "\ncert-manager%s\n", certManagerState(cm)); err != nil {
+			return err
+		}
 	}
-	return nil
+	if len(m.Unread) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\n")
+	writePartial(&b, m.Unread, nil)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 var providerHeader = []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT", "CONTROLLER", "WEBHOOK", "CONCURRENCY"}
@@ -167,6 +200,8 @@ var providerHeader = []string{"NAMESPACE", "NAME", "TYPE", "VERSION", "CONTRACT"
 func certManagerState(cm *CertManagerStatus) string {
 	state := "not installed"
 	switch {
+	case len(cm.NotChecked) > 0:
+		state = "not checked: " + strings.Join(cm.NotChecked, "; ")
 	case cm.Installed && cm.Ready:
 		state = "ready"
 	case cm.Installed:
@@ -187,6 +222,9 @@ func providerRow(p ProviderStatus, coreContract string) []string {
 	} else if !p.ContractCompatible {
 		contract += " (incompatible with " + coreContract + ")"
 	}
+	if p.NotChecked[checkContract] != "" {
+		contract = "not checked"
+	}
 	controller := "available"
 	if !p.ControllerAvailable {
 		controller = "NOT available"
@@ -194,12 +232,18 @@ func providerRow(p ProviderStatus, coreContract string) []string {
 			controller = "no Deployment"
 		}
 	}
+	if p.NotChecked[checkController] != "" {
+		controller = "not checked"
+	}
 	webhook := "-"
 	if p.WebhookAnswers != nil {
 		webhook = "answers"
 		if !*p.WebhookAnswers {
 			webhook = "NOT answering"
 		}
+	}
+	if p.NotChecked[checkWebhook] != "" {
+		webhook = "not checked"
 	}
 	var conc []string
 	for _, d := range p.Deployments {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/inventory"
 )
@@ -51,7 +52,12 @@ type FleetReport struct {
 	Clusters []FleetRow `json:"clusters"`
 	// ManagementError says why the management side could not be read.
 	ManagementError string `json:"managementError,omitempty"`
+	// Unread are the kinds of the management side that could not be read (RBAC): the view is partial.
+	Unread []authz.Unreadable `json:"unread,omitempty"`
 }
+
+// Complete tells whether every kind the diagnosis reads could be read.
+func (r *FleetReport) Complete() bool { return len(r.Unread) == 0 }
 
 // FleetRow is one cluster of the fleet.
 type FleetRow struct {
@@ -64,6 +70,8 @@ type FleetRow struct {
 	Problems          int       `json:"problems"`
 	Root              *Finding  `json:"root,omitempty"`
 	Findings          []Finding `json:"findings"`
+	// NotChecked are the rules not applied for want of a kind that could not be read.
+	NotChecked []NotChecked `json:"notChecked,omitempty"`
 	// Workload is set when the workload cluster was read (see Input.NeedsWorkload): whether it
 	// answered within WorkloadTimeout, and why not.
 	Workload *WorkloadSummary `json:"workload,omitempty"`
@@ -100,6 +108,9 @@ func Clusters(ctx context.Context, c client.Client, opts FleetOptions) (*FleetRe
 	fr := &FleetReport{Clusters: make([]FleetRow, len(snaps)), Healthy: true}
 	if mgmtErr != nil {
 		fr.ManagementError = mgmtErr.Error()
+	}
+	if mgmt != nil {
+		fr.Unread = mgmt.Unread
 	}
 	inputs := make([]*Input, len(snaps))
 	for i, s := range snaps {
@@ -142,7 +153,7 @@ func Clusters(ctx context.Context, c client.Client, opts FleetOptions) (*FleetRe
 		}
 		rep := Run(in)
 		row := &fr.Clusters[i]
-		row.Healthy, row.Problems, row.Findings, row.Root, row.Workload = rep.Healthy, rep.Problems(), rep.Findings, rep.Root(), rep.Workload
+		row.Healthy, row.Problems, row.Findings, row.Root, row.Workload, row.NotChecked = rep.Healthy, rep.Problems(), rep.Findings, rep.Root(), rep.Workload, rep.NotChecked
 	}
 	sort.SliceStable(fr.Clusters, func(i, j int) bool {
 		a, b := fr.Clusters[i], fr.Clusters[j]

@@ -249,7 +249,7 @@ func (in *Input) relevantProviders() []*ProviderStatus {
 func matchProviderController(in *Input) []Match {
 	var out []Match
 	for _, p := range in.relevantProviders() {
-		if p.ControllerAvailable {
+		if p.ControllerAvailable || in.Management.NotCheckedWhy(p, checkController) != "" {
 			continue
 		}
 		m := Match{Kind: "Provider", Namespace: p.Namespace, Name: p.ManifestLabel, Provider: p.ManifestLabel}
@@ -276,7 +276,7 @@ func matchProviderController(in *Input) []Match {
 func matchProviderWebhook(in *Input) []Match {
 	var out []Match
 	for _, p := range in.relevantProviders() {
-		if p.WebhookAnswers == nil || *p.WebhookAnswers {
+		if p.WebhookAnswers == nil || *p.WebhookAnswers || in.Management.NotCheckedWhy(p, checkWebhook) != "" {
 			continue
 		}
 		m := Match{Kind: "Provider", Namespace: p.Namespace, Name: p.ManifestLabel, Provider: p.ManifestLabel, Vars: map[string]string{}}
@@ -298,7 +298,7 @@ func matchProviderWebhook(in *Input) []Match {
 func matchProviderContract(in *Input) []Match {
 	var out []Match
 	for _, p := range in.relevantProviders() {
-		if p.Contract == "" || p.ContractCompatible {
+		if p.Contract == "" || p.ContractCompatible || in.Management.NotCheckedWhy(p, checkContract) != "" {
 			continue
 		}
 		out = append(out, Match{Kind: "Provider", Namespace: p.Namespace, Name: p.ManifestLabel, Provider: p.ManifestLabel,
@@ -313,7 +313,7 @@ func matchCertManager(in *Input) []Match {
 		return nil
 	}
 	cm := in.Management.CertManager
-	if cm.Installed && cm.Ready {
+	if cm.Installed && cm.Ready || len(cm.NotChecked) > 0 {
 		return nil
 	}
 	m := Match{Kind: "Namespace", Name: "cert-manager"}
@@ -329,6 +329,45 @@ func matchCertManager(in *Input) []Match {
 		}
 	}
 	return []Match{m}
+}
+
+// NotChecked is a rule that was not applied (to one object) because what it reads could not be.
+type NotChecked struct {
+	Rule   string `json:"rule"`
+	Object string `json:"object"`
+	// Reason is "cannot read <resource> (<verb> in <namespace>: <answer>)".
+	Reason string `json:"reason"`
+}
+
+// notChecked lists the management rules that could not be applied to the input's providers and
+// cert-manager, so a report never calls healthy what it could not read.
+func notChecked(in *Input) []NotChecked {
+	m := in.Management
+	if m == nil {
+		return nil
+	}
+	var out []NotChecked
+	if why := m.NotChecked[checkInventory]; why != "" {
+		for _, r := range []string{RuleProviderController, RuleProviderWebhook, RuleProviderContract} {
+			out = append(out, NotChecked{Rule: r, Object: "every provider", Reason: why})
+		}
+	}
+	checks := []struct{ check, rule string }{
+		{checkController, RuleProviderController}, {checkWebhook, RuleProviderWebhook}, {checkContract, RuleProviderContract},
+	}
+	for _, p := range in.relevantProviders() {
+		for _, c := range checks {
+			if why := m.NotCheckedWhy(p, c.check); why != "" {
+				out = append(out, NotChecked{Rule: c.rule, Object: "Provider " + p.Namespace + "/" + p.ManifestLabel, Reason: why})
+			}
+		}
+	}
+	if cm := m.CertManager; cm != nil {
+		for _, why := range cm.NotChecked {
+			out = append(out, NotChecked{Rule: RuleCertManager, Object: "cert-manager", Reason: why})
+		}
+	}
+	return out
 }
 
 // --- cluster rules ---

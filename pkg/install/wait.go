@@ -67,6 +67,9 @@ type Check struct {
 	What   string `json:"what"`
 	Ready  bool   `json:"ready"`
 	Reason string `json:"reason,omitempty"` // why it is not ready
+	// Err is the failed read when the state could not be read at all (Ready is then false
+	// without the object being known unready: a read command says "not checked").
+	Err error `json:"-"`
 }
 
 func (c Check) String() string {
@@ -200,7 +203,7 @@ func check(ctx context.Context, c client.Client, t target) Check {
 		ch.Ready, ch.Reason, err = checkCAInjected(ctx, c, t.ref)
 	}
 	if err != nil {
-		ch.Ready = false
+		ch.Ready, ch.Err = false, err
 		ch.Reason = fmt.Sprintf("%s: cannot be read: %v", t.ref, err)
 	}
 	return ch

@@ -44,12 +44,34 @@ const (
 	ExitProblems = 2
 	// ExitUnreadable: some management cluster could not be read; the others are shown complete.
 	ExitUnreadable = 3
+	// ExitIncomplete: the view is partial: some kind could not be read (RBAC) on a management
+	// cluster that answered; what could be read is shown and what could not is named. It shares
+	// ExitUnreadable's number: either way the view is incomplete (docs/guides/permissions.md).
+	ExitIncomplete = ExitUnreadable
 )
+
+// ViewExit is the exit code of a read command's view: ExitIncomplete when it is partial (which
+// outranks what it shows), else ExitProblems when judge is set and it shows a problem, else ExitOK.
+func ViewExit(complete, problems, judge bool) int {
+	switch {
+	case !complete:
+		return ExitIncomplete
+	case judge && problems:
+		return ExitProblems
+	}
+	return ExitOK
+}
 
 // ExitCode is the run's exit code: ExitUnreadable when any management cluster could not be read
 // (the view is incomplete, which outranks what it shows), else ExitProblems when judge is set
 // and any cluster has a problem, else ExitOK.
 func ExitCode(ms []ManagementCluster, judge bool) int {
+	return ExitCodeOf(ms, true, judge)
+}
+
+// ExitCodeOf is ExitCode when the views of the management clusters that answered may themselves
+// be partial (complete false: some kind could not be read on one of them).
+func ExitCodeOf(ms []ManagementCluster, complete, judge bool) int {
 	problems := false
 	for _, m := range ms {
 		if !m.Reachable || m.Error != "" {
@@ -57,8 +79,5 @@ func ExitCode(ms []ManagementCluster, judge bool) int {
 		}
 		problems = problems || m.Problems > 0
 	}
-	if judge && problems {
-		return ExitProblems
-	}
-	return ExitOK
+	return ViewExit(complete, problems, judge)
 }
