@@ -1,9 +1,15 @@
 package testenv
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,4 +37,68 @@ func (e *Env) User(tb testing.TB, name string, groups ...string) *cluster.Client
 		tb.Fatalf("connecting as %s: %v", name, err)
 	}
 	return c
+}
+
+// GrantAllBut binds user to a ClusterRole with every verb on every discovered resource, except
+// the verbs dropped per resource ("roles.rbac.authorization.k8s.io": {"list"}; no verbs drops
+// the resource altogether): a user missing exactly those permissions.
+func (e *Env) GrantAllBut(tb testing.TB, user string, dropped map[string][]string) {
+	tb.Helper()
+	lists, err := e.Client.Discovery.ServerPreferredResources()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	var rules []rbacv1.PolicyRule
+	for _, l := range lists {
+		group := ""
+		if g, _, ok := strings.Cut(l.GroupVersion, "/"); ok {
+			group = g
+		}
+		for _, r := range l.APIResources {
+			verbs := all
+			if drop, ok := dropped[strings.TrimSuffix(r.Name+"."+group, ".")]; ok {
+				verbs = nil
+				for _, v := range all {
+					if len(drop) > 0 && !slices.Contains(drop, v) {
+						verbs = append(verbs, v)
+					}
+				}
+			}
+			if len(verbs) > 0 {
+				rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{r.Name}, Verbs: verbs})
+			}
+		}
+	}
+	name := "test-" + user
+	if err := e.Client.Create(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); err != nil {
+		tb.Fatal(err)
+	}
+	e.Bind(tb, user, name)
+}
+
+// Bind binds user to a ClusterRole (cluster-wide).
+func (e *Env) Bind(tb testing.TB, user, clusterRole string) {
+	tb.Helper()
+	if err := e.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-" + user + "-" + clusterRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// GrantIn gives user verbs on resource (plural, in API group) in one namespace only (a Role).
+func (e *Env) GrantIn(tb testing.TB, user, namespace, group, resource string, verbs ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	name := "test-" + user + "-" + resource
+	if err := e.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -7,10 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -42,60 +39,6 @@ func clusterState(t *testing.T, c *cluster.Client) string {
 	return strings.Join(lines, "\n")
 }
 
-// grantAllBut binds user to a ClusterRole with every verb on every discovered resource, except
-// the verbs dropped for one resource ("roles.rbac.authorization.k8s.io": {"list"}).
-func grantAllBut(t *testing.T, c *cluster.Client, user, resource string, dropped ...string) {
-	t.Helper()
-	ctx := context.Background()
-	lists, err := c.Discovery.ServerPreferredResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-	var rules []rbacv1.PolicyRule
-	for _, l := range lists {
-		group := strings.Split(l.GroupVersion, "/")[0]
-		if !strings.Contains(l.GroupVersion, "/") {
-			group = ""
-		}
-		for _, r := range l.APIResources {
-			verbs := all
-			if name := strings.TrimSuffix(r.Name+"."+group, "."); name == resource {
-				verbs = nil
-				for _, v := range all {
-					if !contains(dropped, v) {
-						verbs = append(verbs, v)
-					}
-				}
-			}
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{r.Name}, Verbs: verbs})
-		}
-	}
-	name := "test-" + user
-	if err := c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}); err != nil {
-		t.Fatal(err)
-	}
-	bind(t, c, user, name)
-}
-
-func bind(t *testing.T, c client.Client, user, role string) {
-	t.Helper()
-	if err := c.Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-" + user + "-" + role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // TestDeleteRefusesAnIncompleteView: `delete --all` by a user who cannot list one kind (Roles),
 // and by a viewer, refuses before the first delete, naming the kind and the verb, with a
 // ClusterRole snippet granting it; the cluster is unchanged. It used to delete what it saw and
@@ -121,9 +64,9 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.user, func(t *testing.T) {
 			if tc.role == "" {
-				grantAllBut(t, admin, tc.user, "roles.rbac.authorization.k8s.io", "list")
+				env.GrantAllBut(t, tc.user, map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}})
 			} else {
-				bind(t, admin, tc.user, tc.role)
+				env.Bind(t, tc.user, tc.role)
 			}
 			c := env.User(t, tc.user)
 			plan, err := BuildPlan(ctx, c, all)
@@ -146,7 +89,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	}
 
 	t.Run("operator", func(t *testing.T) {
-		grantAllBut(t, admin, "operator", "")
+		env.GrantAllBut(t, "operator", nil)
 		c := env.User(t, "operator")
 		plan, err := BuildPlan(ctx, c, all)
 		if err != nil {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/authz"
