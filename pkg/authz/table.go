@@ -159,6 +159,32 @@ func (c Command) Sides() []Side {
 	return out
 }
 
+// readCommandsDoc is what read commands do with less permission (pkg/diagnose: the partial view;
+// the exit code is multicluster.ExitIncomplete, which a test keeps in step with this text).
+const readCommandsDoc = `
+## Read commands with less permission
+
+Read commands show a partial view instead of stopping: they show everything they could read and
+name each kind they could not, with the namespace, the verb and the server's answer
+(` + "`Partial view: N kind(s) could not be read`" + `; in ` + "`-o json|yaml`" + ` a field
+` + "`unread: [{resource, namespace, verb, forbidden, reason}]`" + `). A check that needed a kind it
+could not read is never reported as passed: it says ` + "`not checked: cannot read <kind> (...)`" + `.
+The view being partial outranks what it shows: such a run ends with exit code 3, the code of a
+view over several management clusters where one could not be read (in both cases the view is
+incomplete).
+
+| command | without | shows | not checked |
+|---|---|---|---|
+| ` + "`get providers`" + ` | list Deployments (cluster-wide) | Deployments listed per provider namespace instead; only the namespaces it may not read are missing | CONTROLLER of the providers in those namespaces |
+| ` + "`get providers`" + ` | list ValidatingWebhookConfigurations / MutatingWebhookConfigurations | every other column | WEBHOOK of every provider |
+| ` + "`get providers`" + ` | list CustomResourceDefinitions | every other column | CONTRACT of every provider |
+| ` + "`get providers`" + ` | list or get cert-manager's CRD, Deployments, webhook configurations, Certificates | the providers | cert-manager's state |
+| ` + "`get providers`" + ` | list the inventory (providers.clusterctl.cluster.x-k8s.io) | cert-manager only | every provider check |
+| ` + "`diagnose cluster`, `diagnose clusters`" + ` | any of the above | every rule on the cluster's own objects, the management rules on what could be read | the rules that needed the kind (` + "`provider-controller-unavailable`, `provider-webhook-not-answering`, `provider-contract-incompatible`, `cert-manager-not-ready`" + `); the cluster is then not healthy: "not fully checked" |
+
+A bad credential or an unreachable API server is not a partial view: the command fails (exit 1).
+`
+
 // Markdown renders the table as docs/guides/permissions.md.
 func Markdown() string {
 	var b strings.Builder
@@ -169,6 +195,7 @@ func Markdown() string {
 		"means the namespace the command works on; `<...>` stands for kinds found at run time.\n\n")
 	b.WriteString("Destructive commands refuse an incomplete view: `delete` names every kind it could not list, " +
 		"with the verb, before the first delete. `move` and `delete` check these permissions before their first write.\n")
+	b.WriteString(readCommandsDoc)
 	cmds := append([]Command(nil), Commands...)
 	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	for _, c := range cmds {

@@ -473,3 +473,34 @@ func TestRenderText(t *testing.T) {
 		}
 	}
 }
+
+// TestNotCheckedIsNotHealthy: a management check whose input could not be read is reported as
+// not checked and the cluster is not healthy, even though no rule found a problem; the same
+// input read in full is healthy.
+func TestNotCheckedIsNotHealthy(t *testing.T) {
+	p := ProviderStatus{Name: "docker", Type: "InfrastructureProvider", Version: "v1.14.0", Namespace: "capd-system", ManifestLabel: "infrastructure-docker"}
+	full := &Input{Management: &Management{CoreContract: "v1beta2", Providers: []ProviderStatus{p}}}
+	if rep := Run(full); rep.Healthy {
+		t.Fatalf("a provider without a Deployment is healthy: %+v", rep)
+	}
+	p.NotChecked = map[string]string{"controller": "cannot read deployments.apps (list in namespace capd-system: forbidden)"}
+	partial := &Input{Management: &Management{CoreContract: "v1beta2", Providers: []ProviderStatus{p}}}
+	rep := Run(partial)
+	if rep.Healthy || rep.Problems() != 0 {
+		t.Fatalf("unread controller: healthy %v, problems %d (%+v)", rep.Healthy, rep.Problems(), rep.Findings)
+	}
+	if len(rep.NotChecked) != 1 || rep.NotChecked[0].Rule != RuleProviderController || rep.NotChecked[0].Object != "Provider capd-system/infrastructure-docker" {
+		t.Fatalf("not checked = %+v", rep.NotChecked)
+	}
+	var b strings.Builder
+	if err := RenderText(&b, rep, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "not fully checked") || !strings.Contains(b.String(), "Not checked: provider-controller-unavailable for Provider capd-system/infrastructure-docker: cannot read deployments.apps") {
+		t.Errorf("text:\n%s", b.String())
+	}
+	cm := &Input{Management: &Management{CoreContract: "v1beta2", CertManager: &CertManagerStatus{NotChecked: []string{"cannot read certificates.cert-manager.io (list in all namespaces: forbidden)"}}}}
+	if rep := Run(cm); rep.Healthy || len(rep.NotChecked) != 1 || len(rep.Findings) != 0 {
+		t.Errorf("unread cert-manager: %+v", rep)
+	}
+}

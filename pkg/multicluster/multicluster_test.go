@@ -1,6 +1,9 @@
 package multicluster
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,5 +71,30 @@ func TestDriftAndExitCode(t *testing.T) {
 	}
 	if len(FindDrift(ms[:1])) != 0 {
 		t.Error("one management cluster cannot drift")
+	}
+}
+
+// TestViewExit: a partial view outranks what it shows, and the permissions guide says its code.
+func TestViewExit(t *testing.T) {
+	for _, tc := range []struct {
+		complete, problems, judge bool
+		want                      int
+	}{
+		{true, false, true, ExitOK}, {true, true, true, ExitProblems}, {true, true, false, ExitOK},
+		{false, false, false, ExitIncomplete}, {false, true, true, ExitIncomplete},
+	} {
+		if got := ViewExit(tc.complete, tc.problems, tc.judge); got != tc.want {
+			t.Errorf("ViewExit(%v, %v, %v) = %d, want %d", tc.complete, tc.problems, tc.judge, got, tc.want)
+		}
+	}
+	if got := ExitCodeOf([]ManagementCluster{{Name: "a", Reachable: true}}, false, false); got != ExitIncomplete {
+		t.Errorf("a partial view over a reachable management cluster: exit %d", got)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "guides", "permissions.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), fmt.Sprintf("exit code %d", ExitIncomplete)) {
+		t.Errorf("docs/guides/permissions.md does not give the partial view's exit code %d", ExitIncomplete)
 	}
 }
