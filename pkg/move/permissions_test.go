@@ -6,11 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/capctl/capctl/internal/testenv"
 )
 
 // TestMoveRefusedForAMissingTargetPermission: an operator of the target who may do everything
@@ -19,42 +15,15 @@ import (
 // left its objects paused there).
 func TestMoveRefusedForAMissingTargetPermission(t *testing.T) {
 	src, dst := sharedPair(t)
-	ctx := testenv.Context(t)
 	const ns = "perm-target"
 	src.CreateNamespaces(t, ns)
 	b := &builder{tb: t, c: src.Client, ns: ns}
 	b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
 
-	lists, err := dst.Client.Discovery.ServerPreferredResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-	var rules []rbacv1.PolicyRule
-	for _, l := range lists {
-		group, _, found := strings.Cut(l.GroupVersion, "/")
-		if !found {
-			group = ""
-		}
-		for _, r := range l.APIResources {
-			verbs := all
-			if r.Name == "dockermachines" && group == "infrastructure.cluster.x-k8s.io" {
-				verbs = []string{"get", "list", "watch", "update", "patch", "delete"}
-			}
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{r.Name}, Verbs: verbs})
-		}
-	}
-	if err := dst.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "no-create-dockermachines"}, Rules: rules}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-create-dockermachines"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "no-create-dockermachines"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "target-operator"}}}); err != nil {
-		t.Fatal(err)
-	}
+	dst.GrantAllBut(t, "target-operator", map[string][]string{"dockermachines.infrastructure.cluster.x-k8s.io": {"create"}})
 	operator := dst.User(t, "target-operator")
 	before := snapshot(t, src.Client, ns)
-	_, err = Move(context.Background(), src.Client, operator, Options{Scope: Scope{Namespace: ns}})
+	_, err := Move(context.Background(), src.Client, operator, Options{Scope: Scope{Namespace: ns}})
 	if !errors.Is(err, ErrPermissions) {
 		t.Fatalf("want a permission refusal, got %v", err)
 	}
