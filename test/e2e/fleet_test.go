@@ -33,7 +33,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 	}
 	ctx := context.Background()
 	for name, wave := range waves {
-		e.waitAvailable(mgmt, fleetNS, name, 5*time.Minute)
+		e.waitAvailable(mgmt, fleetNS, name, 8*time.Minute) // three at once, on a loaded 2-core CI machine
 		u, err := getCluster(ctx, mgmt, fleetNS, name)
 		if err != nil {
 			t.Fatal(err)
