@@ -85,14 +85,8 @@ const ClusterctlVersion = "v1.14.2"
 // and follows Require when the binary is missing.
 func Clusterctl(tb testing.TB) string {
 	tb.Helper()
-	SkipShort(tb, "compatibility test (the reference clusterctl "+ClusterctlVersion+")", "integration")
-	bin := os.Getenv("CAPCTL_CLUSTERCTL")
-	if bin == "" {
-		bin = filepath.Join(cacheDir(), "capctl", "clusterctl", ClusterctlVersion, "clusterctl")
-	}
-	_, err := os.Stat(bin)
-	Require(tb, "the reference clusterctl "+ClusterctlVersion+" at "+bin+" (or set CAPCTL_CLUSTERCTL)", "clusterctl-bin", err == nil)
-	return bin
+	return cachedBinary(tb, "compatibility test", "the reference clusterctl "+ClusterctlVersion, "CAPCTL_CLUSTERCTL",
+		filepath.Join("clusterctl", ClusterctlVersion, "clusterctl"), "clusterctl-bin")
 }
 
 // OperatorPluginVersion is the Cluster API Operator whose clusterctl plugin the plugin test runs
@@ -104,13 +98,21 @@ const OperatorPluginVersion = "v0.29.0"
 // tier (skips under -short); follows Require when the binary is missing.
 func OperatorPlugin(tb testing.TB) string {
 	tb.Helper()
-	SkipShort(tb, "plugin test (the Cluster API Operator's clusterctl-operator "+OperatorPluginVersion+")", "integration")
-	bin := os.Getenv("CAPCTL_OPERATOR_PLUGIN")
+	return cachedBinary(tb, "plugin test", "the Cluster API Operator's clusterctl-operator "+OperatorPluginVersion, "CAPCTL_OPERATOR_PLUGIN",
+		filepath.Join("operator", OperatorPluginVersion, "clusterctl-operator"), "operator-plugin")
+}
+
+// cachedBinary is the rule of the tests that run a binary a make target builds into the cache
+// (~/.cache/capctl/rel): of the integration tier, $env overrides the path, and Require applies.
+func cachedBinary(tb testing.TB, test, what, env, rel, target string) string {
+	tb.Helper()
+	SkipShort(tb, test+" ("+what+")", "integration")
+	bin := os.Getenv(env)
 	if bin == "" {
-		bin = filepath.Join(cacheDir(), "capctl", "operator", OperatorPluginVersion, "clusterctl-operator")
+		bin = filepath.Join(cacheDir(), "capctl", rel)
 	}
 	_, err := os.Stat(bin)
-	Require(tb, "clusterctl-operator "+OperatorPluginVersion+" at "+bin+" (or set CAPCTL_OPERATOR_PLUGIN)", "operator-plugin", err == nil)
+	Require(tb, what+" at "+bin+" (or set "+env+")", target, err == nil)
 	return bin
 }
 

@@ -59,13 +59,7 @@ func seedFleet(tb testing.TB, n int) *testenv.Env {
 // DESCRIBE_FLEET_CLUSTERS=N picks another fleet size.
 func BenchmarkDescribeClustersFleet(b *testing.B) {
 	testenv.Integration(b)
-	n := 1000
-	if v := os.Getenv("DESCRIBE_FLEET_CLUSTERS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
-		}
-	}
+	n := fleetClusters(b)
 	fe := seedFleet(b, n)
 	bin := testenv.BuildCapctl(b)
 	home := b.TempDir()
@@ -134,13 +128,7 @@ func runChild(b *testing.B, fe *testenv.Env, clusters int, command func() *exec.
 // cluster as the one's: O(kinds), not O(clusters).
 func BenchmarkDescribeClustersAcrossContexts(b *testing.B) {
 	testenv.Integration(b)
-	n := 1000
-	if v := os.Getenv("DESCRIBE_FLEET_CLUSTERS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
-		}
-	}
+	n := fleetClusters(b)
 	envs := []*testenv.Env{seedFleet(b, n), seedFleet(b, n), seedFleet(b, n)}
 	var files []string
 	for i, e := range envs {
@@ -165,4 +153,17 @@ func BenchmarkDescribeClustersAcrossContexts(b *testing.B) {
 			return cmd
 		})
 	})
+}
+
+// fleetClusters is the benchmark fleet's size: DESCRIBE_FLEET_CLUSTERS, 1000 by default.
+func fleetClusters(b *testing.B) int {
+	v := os.Getenv("DESCRIBE_FLEET_CLUSTERS")
+	if v == "" {
+		return 1000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
+	}
+	return n
 }
