@@ -106,9 +106,7 @@ func TestPluginList(t *testing.T) {
 // TestPluginExecByTheBinary runs the built capctl binary, which on Unix replaces itself by the
 // plugin: the exit code, arguments and streams must still be the plugin's.
 func TestPluginExecByTheBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the capctl binary")
-	}
+	testenv.SkipShort(t, "plugin test: builds the capctl binary", "integration")
 	scriptPlugin(t, "capctl-hello", echoPlugin)
 	bin := testenv.BuildCapctl(t)
 	cmd := exec.Command(bin, "hello", "-n", "x y")

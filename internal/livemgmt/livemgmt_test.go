@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testenv"
 )
 
 func TestParseImage(t *testing.T) {
@@ -59,9 +61,7 @@ func TestManagerBinaryPicksSameMinor(t *testing.T) {
 // deleted namespace is finalized), and the kubelet stand-in binds pods and says why it cannot
 // run an image that is no Cluster API manager.
 func TestClusterControllers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts a management cluster")
-	}
+	testenv.SkipShort(t, "live test: starts a management cluster", "e2e")
 	RequireBinaries(t)
 	h, err := NewHost(Options{Logf: t.Logf})
 	if err != nil {
