@@ -35,6 +35,9 @@ const (
 	EveryListableKind = "<every listable kind>"
 	// EveryComponentKind: every kind of the providers' components (Deployments, RBAC, CRDs, ...).
 	EveryComponentKind = "<every component kind>"
+	// EveryRolledKind: the kinds of the objects a rollout names (machinedeployment/x,
+	// kubeadmcontrolplane/y).
+	EveryRolledKind = "<every rolled-out kind>"
 )
 
 // Rule is verbs on resources of one group, on one side, in one scope.
@@ -85,9 +88,9 @@ var Commands = []Command{
 		{Target, "*", []string{EveryMovedKind}, []string{"get", "list", "create", "patch", "update"}, InNamespace, "create paused, verify, unpause"},
 	}},
 	{Name: "rollout", Rules: []Rule{
-		{Management, "cluster.x-k8s.io", []string{"machinedeployments", "machinepools"}, []string{"get", "list", "patch"}, InNamespace, "restart, pause, resume, undo"},
-		{Management, "controlplane.cluster.x-k8s.io", []string{"kubeadmcontrolplanes"}, []string{"get", "list", "patch"}, InNamespace, "restart a control plane"},
+		{Management, "*", []string{EveryRolledKind}, []string{"get", "patch"}, InNamespace, "restart, pause, resume, undo of the objects named (MachineDeployments, control planes)"},
 		{Management, "cluster.x-k8s.io", []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
+		{Management, "cluster.x-k8s.io", []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
 		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},
 	}},
 }
@@ -112,8 +115,9 @@ type Expansion struct {
 	Kinds map[string][]string
 }
 
-// Permissions expands the rules of one side into the permissions to check. A placeholder with
-// no kinds known is checked as every resource of every group ("*").
+// Permissions expands the rules of one side into the permissions to check. A placeholder that x
+// does not expand is checked as every resource of every group ("*"); one expanded to no kinds
+// (nothing of that sort will be touched) needs nothing.
 func (c Command) Permissions(side Side, x Expansion) []Permission {
 	var out []Permission
 	for _, r := range c.Rules {
@@ -128,11 +132,12 @@ func (c Command) Permissions(side Side, x Expansion) []Permission {
 			targets := [][2]string{{r.Group, res}}
 			if strings.HasPrefix(res, "<") {
 				targets = nil
-				for _, gr := range x.Kinds[res] {
+				kinds, known := x.Kinds[res]
+				for _, gr := range kinds {
 					g, rr := SplitResource(gr)
 					targets = append(targets, [2]string{g, rr})
 				}
-				if len(targets) == 0 {
+				if !known {
 					targets = [][2]string{{"*", "*"}}
 				}
 			}
@@ -194,7 +199,7 @@ func Markdown() string {
 		"(SelfSubjectAccessReview) and prints a ready Role/ClusterRole for what is missing. `namespace` " +
 		"means the namespace the command works on; `<...>` stands for kinds found at run time.\n\n")
 	b.WriteString("Destructive commands refuse an incomplete view: `delete` names every kind it could not list, " +
-		"with the verb, before the first delete. `move` and `delete` check these permissions before their first write.\n")
+		"with the verb, before the first delete. `init`, `upgrade apply` (providers), `move`, `delete` and `rollout` check these permissions (SelfSubjectAccessReview, the `<...>` kinds expanded to the objects they will touch) before their first write, in a dry run too, and refuse with every missing permission at once and a ready Role/ClusterRole; nothing is changed. `upgrade apply --kubernetes-version` (the fleet) is not in this table: it sends each cluster's first patch as a server-side dry run before the first real one, which the API server authorizes as the patch itself.\n")
 	b.WriteString(readCommandsDoc)
 	cmds := append([]Command(nil), Commands...)
 	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })

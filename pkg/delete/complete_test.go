@@ -41,7 +41,8 @@ func clusterState(t *testing.T, c *cluster.Client) string {
 
 // TestDeleteRefusesAnIncompleteView: `delete --all` by a user who cannot list one kind (Roles),
 // and by a viewer, refuses before the first delete, naming the kind and the verb, with a
-// ClusterRole snippet granting it; the cluster is unchanged. It used to delete what it saw and
+// ClusterRole snippet granting it; so is a user who may list everything but not delete
+// Deployments (the permission preflight); the cluster is unchanged. It used to delete what it saw and
 // every inventory entry. An operator with every permission deletes.
 func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	if testing.Short() {
@@ -55,16 +56,21 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 
 	cases := []struct {
 		user, role string
+		dropped    map[string][]string
 		incomplete bool // refused as an incomplete view (a viewer is refused earlier: it cannot read the inventory)
+		preflight  bool // refused by the permission preflight, before the first delete
 		want       []string
 	}{
-		{user: "no-list-roles", incomplete: true, want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}},
+		{user: "no-list-roles", dropped: map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}}, incomplete: true,
+			want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}},
+		{user: "no-delete-deployments", dropped: map[string][]string{"deployments.apps": {"delete"}}, preflight: true,
+			want: []string{"delete deployments.apps cluster-wide", "kind: ClusterRole", "nothing was changed"}},
 		{user: "viewer", role: "view", want: []string{"forbidden", "providers"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.user, func(t *testing.T) {
 			if tc.role == "" {
-				env.GrantAllBut(t, tc.user, map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}})
+				env.GrantAllBut(t, tc.user, tc.dropped)
 			} else {
 				env.Bind(t, tc.user, tc.role)
 			}
@@ -74,8 +80,9 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 				_, err = Apply(ctx, c, plan, 0, nil)
 			}
 			var ie *authz.IncompleteError
-			if err == nil || tc.incomplete != errors.As(err, &ie) {
-				t.Fatalf("delete --all: want a refusal (incomplete view: %v), got %v", tc.incomplete, err)
+			var pe *authz.PreflightError
+			if err == nil || tc.incomplete != errors.As(err, &ie) || tc.preflight != errors.As(err, &pe) {
+				t.Fatalf("delete --all: want a refusal (incomplete view: %v, permission preflight: %v), got %v", tc.incomplete, tc.preflight, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -667,6 +667,9 @@ func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, pr
 	if err := plan.Complete(); err != nil {
 		return nil, err
 	}
+	if err := plan.checkPermissions(ctx, c); err != nil {
+		return nil, err
+	}
 	if concurrency <= 0 {
 		concurrency = 8
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
@@ -234,17 +235,20 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		return res, nil
 	}
 
-	// 4. Preflight: cert-manager's components when it will have to be installed, and the kind of
-	// every object of every provider, before the first write.
+	// 4. Preflight: cert-manager's components when it will have to be installed, the kind of
+	// every object of every provider, and the permissions to apply them all, before the first write.
 	cmCfg, err := certManagerConfig(cl.Config)
 	if err != nil {
 		return nil, err
 	}
-	cmFetch, cmCRDs, err := prefetchCertManager(ctx, cl, cmCfg)
+	cmFetch, cmObjs, err := prefetchCertManager(ctx, cl, cmCfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkKinds(ctx, c, plan, todo, cmCRDs); err != nil {
+	if err := checkKinds(ctx, c, plan, todo, crdsOf(cmObjs)); err != nil {
+		return nil, err
+	}
+	if err := checkPermissions(ctx, c, plan, todo, cmObjs); err != nil {
 		return nil, err
 	}
 
@@ -414,7 +418,7 @@ func incomplete(err error, plan []Planned, todo, setPlan []int, cm *certmanager.
 // is there at all (it will be installed), so that a cert-manager that cannot be fetched refuses
 // the init before anything is written. With a cert-manager present, clusterctl's probe decides
 // later and the components are fetched only if needed. It returns the Fetch to give
-// certmanager.Ensure and the CRDs the prefetched components define.
+// certmanager.Ensure and the prefetched objects (none when cert-manager is there).
 func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager) (func(context.Context) (*certmanager.Components, error), []unstructured.Unstructured, error) {
 	fetch := func(ctx context.Context) (*certmanager.Components, error) { return certmanager.Fetch(ctx, cl.Repo, "") }
 	own, err := certmanager.Owner(ctx, cl.Cluster)
@@ -431,7 +435,23 @@ func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager
 	if err := install.CheckKinds(ctx, cl.Cluster, "cert-manager "+comps.Version+" ("+comps.URL+")", comps.Objects); err != nil {
 		return nil, nil, err
 	}
-	return func(context.Context) (*certmanager.Components, error) { return comps, nil }, crdsOf(comps.Objects), nil
+	return func(context.Context) (*certmanager.Components, error) { return comps, nil }, comps.Objects, nil
+}
+
+// checkPermissions is init's permission preflight (the table's "init" rules), with every kind of
+// the components it will apply, cert-manager's included when it will install it: a user who may
+// not create one of them is refused with the whole list before the init lock, the first write.
+func checkPermissions(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, cmObjs []unstructured.Unstructured) error {
+	objs := append([]unstructured.Unstructured(nil), cmObjs...)
+	for _, i := range todo {
+		objs = append(objs, plan[i].components.Objects...)
+	}
+	kinds, err := authz.Resources(c.Mapper, objs)
+	if err != nil {
+		return err
+	}
+	return authz.Preflight(ctx, "init", authz.Expansion{Kinds: map[string][]string{authz.EveryComponentKind: kinds}},
+		authz.Cluster{Side: authz.Management, Client: c, Host: c.Config.Host})
 }
 
 // checkKinds checks the objects of every provider to install, in install order: each kind must

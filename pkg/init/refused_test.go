@@ -2,6 +2,7 @@ package clusterinit_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,10 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/authz"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
@@ -83,7 +88,8 @@ func newNames(before, after []string) []string {
 	return out
 }
 
-// TestRefusedInitChangesNothing: an init refused for an unknown provider, a missing version, a
+// TestRefusedInitChangesNothing: an init refused for a permission the user lacks (every missing
+// one named, with a ClusterRole granting it), an unknown provider, a missing version, a
 // components file that is not YAML, an unknown kind in the last provider or a cert-manager that
 // cannot be fetched creates nothing on the API server (not even the inventory CRD), and names
 // every problem of the request at once.
@@ -94,14 +100,26 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 	writeBrokenProviders(t, cfgPath)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
+	// An operator who may do everything but create Deployments (cert-manager's kinds, not served
+	// yet, and the inventory's, granted by group).
+	env.GrantAllBut(t, "no-deployments", map[string][]string{"deployments.apps": {"create"}})
+	if err := env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-unserved-groups"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"cert-manager.io", "clusterctl.cluster.x-k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	env.Bind(t, "no-deployments", "test-unserved-groups")
+	operator := env.User(t, "no-deployments").Config
 	before := clusterState(t, ctx, env.Client)
 	v := "cluster-api:v1.14.0"
 	for _, tc := range []struct {
 		name string
 		sel  clusterinit.Selection
 		cfg  string
+		as   *rest.Config
 		want []string
 	}{
+		{name: "a permission missing", sel: clusterinit.Selection{Core: v}, as: operator,
+			want: []string{"missing permissions", "create deployments.apps cluster-wide", "kind: ClusterRole", "nothing was changed", "capctl auth can-i init"}},
 		{name: "unknown provider", sel: clusterinit.Selection{Core: v, Infrastructure: []string{"nosuch"}}, want: []string{`"nosuch"`}},
 		{name: "missing version", sel: clusterinit.Selection{Core: "cluster-api:v9.9.9"}, want: []string{"v9.9.9"}},
 		{name: "components not YAML", sel: clusterinit.Selection{Core: v, Infrastructure: []string{"badyaml:v0.1.0"}}, want: []string{"badyaml", "line 5"}},
@@ -119,9 +137,23 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := clusterinit.Init(ctx, clients(t, path, env.Config), clusterinit.Options{Validate: true, Selection: tc.sel})
+			as := env.Config
+			if tc.as != nil {
+				as = tc.as
+			}
+			_, err := clusterinit.Init(ctx, clients(t, path, as), clusterinit.Options{Validate: true, Selection: tc.sel})
 			if err == nil {
 				t.Fatal("init was not refused")
+			}
+			var perr *authz.PreflightError
+			if errors.As(err, &perr) != (tc.as != nil) {
+				t.Fatalf("a permission refusal is expected exactly for the operator; got %v", err)
+			}
+			if perr != nil {
+				want := []authz.Permission{{Group: "apps", Resource: "deployments", Verb: "create"}}
+				if got := perr.Missing(); !reflect.DeepEqual(got, want) {
+					t.Errorf("missing permissions: got %v, want %v", got, want)
+				}
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 
@@ -217,6 +218,9 @@ func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
 		}
 	}
 	res.Items = targets
+	if err := checkPermissions(ctx, c, targets, ns); err != nil {
+		return res, err
+	}
 	if req.DryRun {
 		return res, nil
 	}
@@ -234,6 +238,23 @@ func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// checkPermissions is the rollout's permission preflight (the table's "rollout" rules with the
+// kinds of the named objects), before the first patch and in a dry run too, so that a dry run
+// that passes means the rollout may be done: with several objects named, a missing permission
+// found at the second patch left the first one rolled out.
+func checkPermissions(ctx context.Context, c *cluster.Client, targets []Target, ns string) error {
+	objs := make([]unstructured.Unstructured, 0, len(targets))
+	for _, t := range targets {
+		objs = append(objs, *t.obj)
+	}
+	kinds, err := authz.Resources(c.Mapper, objs)
+	if err != nil {
+		return err
+	}
+	return authz.Preflight(ctx, "rollout", authz.Expansion{Namespace: ns, Kinds: map[string][]string{authz.EveryRolledKind: kinds}},
+		authz.Cluster{Side: authz.Management, Client: c, Host: c.Config.Host})
 }
 
 // resolver finds kinds and objects on the management cluster.

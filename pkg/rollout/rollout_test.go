@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/authz"
 )
 
 func TestRequestValidate(t *testing.T) {
@@ -109,6 +111,35 @@ func TestRolloutOnAPIServer(t *testing.T) {
 		}
 		if _, ok, _ := unstructured.NestedString(f.get(t, "MachineDeployment", "prod-1-md-0").Object, "spec", "rollout", "after"); ok {
 			t.Fatal("dry run set rollout.after")
+		}
+	})
+
+	t.Run("a user who may not patch MachineDeployments is refused before the first patch", func(t *testing.T) {
+		// The control plane comes first: without the preflight it was restarted before the
+		// MachineDeployment's patch failed.
+		env.GrantAllBut(t, "no-md-patch", map[string][]string{"machinedeployments.cluster.x-k8s.io": {"patch"}})
+		operator := env.User(t, "no-md-patch")
+		before := map[string]string{}
+		for _, k := range [][2]string{{"KubeadmControlPlane", "prod-1-control-plane"}, {"MachineDeployment", "prod-1-md-0"}} {
+			before[k[1]] = f.get(t, k[0], k[1]).GetResourceVersion()
+		}
+		for _, dry := range []bool{true, false} {
+			_, err := Run(f.ctx, operator, Request{Namespace: "team-a", Action: Restart, DryRun: dry, Now: now,
+				Resources: []string{"kubeadmcontrolplane/prod-1-control-plane", "machinedeployment/prod-1-md-0"}})
+			var perr *authz.PreflightError
+			if !errors.As(err, &perr) {
+				t.Fatalf("dry run %v: want a permission refusal, got %v", dry, err)
+			}
+			want := []authz.Permission{{Group: "cluster.x-k8s.io", Resource: "machinedeployments", Verb: "patch", Namespace: "team-a"}}
+			if got := perr.Missing(); !reflect.DeepEqual(got, want) {
+				t.Errorf("missing: got %v, want %v", got, want)
+			}
+			wantErr(t, err, "kind: Role")
+		}
+		for _, k := range [][2]string{{"KubeadmControlPlane", "prod-1-control-plane"}, {"MachineDeployment", "prod-1-md-0"}} {
+			if rv := f.get(t, k[0], k[1]).GetResourceVersion(); rv != before[k[1]] {
+				t.Errorf("the refused rollout changed %s %s", k[0], k[1])
+			}
 		}
 	})
 

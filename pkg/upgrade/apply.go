@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/install"
@@ -164,6 +165,10 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 		prepared = append(prepared, pu)
 	}
 
+	if err := checkPermissions(ctx, c, prepared, cmPlan, cmComps); err != nil {
+		return nil, err
+	}
+
 	res := &ApplyResult{DryRun: opts.DryRun, CertManager: cmPlan}
 	for _, pu := range prepared {
 		res.Warnings = append(res.Warnings, driftWarnings(pu.target.Provider.ManifestLabel(), pu.liveDeps, pu.oldObjs, pu.newObjs)...)
@@ -239,6 +244,28 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 		}
 	}
 	return res, nil
+}
+
+// checkPermissions is the provider upgrade's permission preflight (the table's "upgrade apply"
+// rules), with the kinds of every object it deletes and applies, cert-manager's when it upgrades
+// it: an upgrade that found a missing permission after deleting the old components left a
+// provider without controllers. It runs in a dry run too, so that a dry run that passes means
+// the upgrade may be done.
+func checkPermissions(ctx context.Context, c *cluster.Client, prepared []*preparedUpgrade, cmPlan *CertManagerPlan, cmComps *certmanager.Components) error {
+	var objs []unstructured.Unstructured
+	if cmPlan != nil && cmComps != nil {
+		objs = append(objs, cmComps.Objects...)
+	}
+	for _, pu := range prepared {
+		objs = append(objs, pu.live...)
+		objs = append(objs, pu.newObjs...)
+	}
+	kinds, err := authz.Resources(c.Mapper, objs)
+	if err != nil {
+		return err
+	}
+	return authz.Preflight(ctx, "upgrade apply", authz.Expansion{Kinds: map[string][]string{authz.EveryComponentKind: kinds}},
+		authz.Cluster{Side: authz.Management, Client: c, Host: c.Config.Host})
 }
 
 func source(t Target) string {

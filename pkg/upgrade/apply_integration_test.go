@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/capctl/capctl/internal/installtest"
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -213,6 +215,34 @@ func TestApplyOnAPIServer(t *testing.T) {
 		}
 		if len(res.Warnings) != 2 {
 			t.Errorf("warnings %+v", res.Warnings)
+		}
+	})
+
+	t.Run("a user who may not delete ClusterRoles is refused before the first change", func(t *testing.T) {
+		// Without the preflight the old controllers were scaled down and their components
+		// deleted before the first refused delete.
+		env.GrantAllBut(t, "no-clusterrole-delete", map[string][]string{"clusterroles.rbac.authorization.k8s.io": {"delete"}})
+		operator := env.User(t, "no-clusterrole-delete")
+		replicas := func() int32 {
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}, d); err != nil {
+				t.Fatal(err)
+			}
+			return *d.Spec.Replicas
+		}
+		was := replicas()
+		_, err := Apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
+		var perr *authz.PreflightError
+		if !errors.As(err, &perr) {
+			t.Fatalf("want a permission refusal, got %v", err)
+		}
+		want := []authz.Permission{{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "delete"}}
+		if got := perr.Missing(); !reflect.DeepEqual(got, want) {
+			t.Errorf("missing: got %v, want %v", got, want)
+		}
+		items, _ := inventory.List(ctx, c)
+		if items[0].Version != "v1.13.4" || replicas() != was || !strings.HasSuffix(deploymentImage(t, c, "capi-system", "capi-controller-manager"), ":v1.13.4") {
+			t.Errorf("the refused upgrade changed the cluster: %+v, replicas %d (was %d)", items, replicas(), was)
 		}
 	})
 
