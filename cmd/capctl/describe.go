@@ -61,7 +61,10 @@ func newCmdDescribeCluster(f *factory, runF func(*describeClusterOptions) error)
 Describe a workload cluster: the Cluster, its infrastructure, control plane and workers (machine
 deployments, machine pools, machines) as a tree, with the status of each object, the
 MachineHealthChecks watching its machines, and the first failing condition when the cluster is
-not available. Machines in the same state are grouped (--grouping=false lists each one).`),
+not available. Machines in the same state are grouped (--grouping=false lists each one).
+
+A kind you may not list (RBAC) leaves its part of the tree empty and is named under it: the
+view is partial and the exit code is 3 (0 otherwise).`),
 		Example: strings.TrimSpace(`
   capctl describe cluster my-cluster -n prod
   capctl describe cluster my-cluster --show-conditions KubeadmControlPlane,Machine+ --grouping=false
@@ -120,11 +123,13 @@ func (o *describeClusterOptions) run(ctx context.Context) error {
 	}
 	opts := o.Describe
 	opts.Namespace = c.NamespaceOr(opts.Namespace)
+	complete := true
 	frame := func(ctx context.Context) ([]byte, error) {
 		t, err := describe.Discover(ctx, c, opts)
 		if err != nil {
 			return nil, err
 		}
+		complete = t.Complete()
 		var buf bytes.Buffer
 		err = output.Render(&buf, o.Output, t, func(w io.Writer) error {
 			return describe.Render(w, t, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
@@ -139,8 +144,11 @@ func (o *describeClusterOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.IO.Out.Write(out)
-	return err
+	if _, err := o.IO.Out.Write(out); err != nil {
+		return err
+	}
+	// A tree without a kind it could not read is a partial view: exit code 3, as diagnose's.
+	return exitCode(multicluster.ViewExit(complete, false, false))
 }
 
 // describeClustersOptions are the flags of `describe clusters`.

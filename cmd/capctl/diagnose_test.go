@@ -12,6 +12,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"sigs.k8s.io/yaml"
 )
 
@@ -139,5 +140,24 @@ func TestDiagnoseCommands(t *testing.T) {
 	var m diagnose.Management
 	if code != 0 || yaml.Unmarshal([]byte(out), &m) != nil || len(m.Providers) != 4 || m.Providers[0].Contract != "v1beta2" {
 		t.Errorf("get providers yaml: exit %d:\n%s", code, out)
+	}
+
+	// A user who may not list Machines gets partial views, with exit code 3 (the view is
+	// incomplete), never 0 nor a failure; the admin's describe of the same cluster exits 0.
+	out, errOut, code = runCapctl(t, "describe", "cluster", "ok", "-n", "fine", "--kubeconfig", env.Kubeconfig)
+	if code != 0 || strings.Contains(out, "Partial view") {
+		t.Errorf("admin describe: exit %d:\n%s\n%s", code, out, errOut)
+	}
+	env.GrantAllBut(t, "no-machine-list", map[string][]string{"machines.cluster.x-k8s.io": {"list"}})
+	partial := []string{"--kubeconfig", env.UserKubeconfig(t, "no-machine-list")}
+	for _, args := range [][]string{
+		{"describe", "cluster", "ok", "-n", "fine"},
+		{"diagnose", "cluster", "ok", "-n", "fine", "--workload=false"},
+		{"diagnose", "clusters", "-A", "--workload=false"},
+	} {
+		out, errOut, code = runCapctl(t, append(args, partial...)...)
+		if code != multicluster.ExitIncomplete || !strings.Contains(out+errOut, "machines.cluster.x-k8s.io") || strings.Contains(errOut, "Error:") {
+			t.Errorf("%v as a user who may not list Machines: exit %d (want %d):\n%s\n%s", args, code, multicluster.ExitIncomplete, out, errOut)
+		}
 	}
 }

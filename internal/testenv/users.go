@@ -20,6 +20,17 @@ import (
 // capctl client acting as that user: RBAC applies to it, unlike the admin Client.
 func (e *Env) User(tb testing.TB, name string, groups ...string) *cluster.Client {
 	tb.Helper()
+	c, err := cluster.New(cluster.Options{Kubeconfig: e.UserKubeconfig(tb, name, groups...)})
+	if err != nil {
+		tb.Fatalf("connecting as %s: %v", name, err)
+	}
+	return c
+}
+
+// UserKubeconfig is User as a kubeconfig file (0600, in a folder of the test), for a capctl
+// command run as that user.
+func (e *Env) UserKubeconfig(tb testing.TB, name string, groups ...string) string {
+	tb.Helper()
 	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		tb.Fatalf("adding user %s: %v", name, err)
@@ -32,11 +43,7 @@ func (e *Env) User(tb testing.TB, name string, groups ...string) *cluster.Client
 	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	c, err := cluster.New(cluster.Options{Kubeconfig: path})
-	if err != nil {
-		tb.Fatalf("connecting as %s: %v", name, err)
-	}
-	return c
+	return path
 }
 
 // GrantAllBut binds user to a ClusterRole with every verb on every discovered resource, except

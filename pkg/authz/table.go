@@ -185,6 +185,8 @@ incomplete).
 | ` + "`get providers`" + ` | list CustomResourceDefinitions | every other column | CONTRACT of every provider |
 | ` + "`get providers`" + ` | list or get cert-manager's CRD, Deployments, webhook configurations, Certificates | the providers | cert-manager's state |
 | ` + "`get providers`" + ` | list the inventory (providers.clusterctl.cluster.x-k8s.io) | cert-manager only | every provider check |
+| ` + "`describe cluster`" + ` | list Machines, MachineDeployments, MachineSets, MachinePools or MachineHealthChecks (in the cluster's namespace) | the tree without that kind, the kind named under it | — |
+| ` + "`diagnose cluster`, `diagnose clusters`" + ` | list one of the cluster's own kinds (Machines, MachineDeployments, ...) | every rule on what could be read | every rule over that kind (` + "`every rule over machines.cluster.x-k8s.io`" + `); the cluster is then not healthy |
 | ` + "`diagnose cluster`, `diagnose clusters`" + ` | any of the above | every rule on the cluster's own objects, the management rules on what could be read | the rules that needed the kind (` + "`provider-controller-unavailable`, `provider-webhook-not-answering`, `provider-contract-incompatible`, `cert-manager-not-ready`" + `); the cluster is then not healthy: "not fully checked" |
 
 A bad credential or an unreachable API server is not a partial view: the command fails (exit 1).

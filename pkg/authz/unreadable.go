@@ -57,6 +57,12 @@ func Describe(us []Unreadable, indent string) string {
 	return strings.Join(lines, "\n")
 }
 
+// PartialViewNote is what a read command prints under a view that misses the unread kinds
+// (one wording for describe, diagnose and get providers; the exit code is then 3).
+func PartialViewNote(unread []Unreadable) string {
+	return fmt.Sprintf("Partial view: %d kind(s) could not be read (grant the verbs or run as a user who has them):\n%s\n", len(unread), Describe(unread, "  "))
+}
+
 // IncompleteError refuses a destructive command whose listing is incomplete: what it did not
 // see it would leave behind (or delete records of) without knowing.
 type IncompleteError struct {

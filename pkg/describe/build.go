@@ -42,7 +42,7 @@ func Build(s *Snapshot, opts Options) (*Tree, error) {
 	finishGroups(root)
 	sortTree(root)
 	root.FirstFailing = findFirstFailing(root, opts.V1Beta1)
-	return &Tree{Root: root, V1Beta1: opts.V1Beta1, ServedVersion: s.ServedVersion}, nil
+	return &Tree{Root: root, V1Beta1: opts.V1Beta1, ServedVersion: s.ServedVersion, Unread: s.Unread}, nil
 }
 
 // treeBuilder is one Build: the snapshot, the tree so far and which machines have a parent.

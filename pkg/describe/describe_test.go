@@ -346,3 +346,62 @@ func TestGroupedFetchReadsVisibleMachinesOnly(t *testing.T) {
 		t.Errorf("grouped fetch renders\n%s\nthe full snapshot renders\n%s", got.String(), want.String())
 	}
 }
+
+// TestDescribePartialView: a user who may not list Machines gets the tree of everything else,
+// with the Machines' kind named under it and in the data (a partial view: exit code 3 in cmd);
+// before, the describe stopped at the forbidden list and showed nothing. The admin's tree is
+// complete and says nothing of it.
+func TestDescribePartialView(t *testing.T) {
+	setup(t)
+	s := describetest.Healthy()
+	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	env.GrantAllBut(t, "no-machine-list", map[string][]string{"machines.cluster.x-k8s.io": {"list"}})
+	user := env.User(t, "no-machine-list")
+
+	full, err := describe.Discover(context.Background(), env.Client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !full.Complete() {
+		t.Fatalf("the admin's view is partial: %v", full.Unread)
+	}
+	if bytes.Contains(render(t, env.Client, opts), []byte("Partial view")) {
+		t.Error("the admin's tree says it is partial")
+	}
+
+	tree, err := describe.Discover(context.Background(), user, opts)
+	if err != nil {
+		t.Fatalf("describe stopped over one unreadable kind: %v", err)
+	}
+	if tree.Complete() || len(tree.Unread) != 1 || tree.Unread[0].Resource != "machines.cluster.x-k8s.io" || tree.Unread[0].Verb != "list" || !tree.Unread[0].Forbidden {
+		t.Fatalf("unread: %+v", tree.Unread)
+	}
+	var machines, rows int
+	var walk func(n *describe.Node)
+	walk = func(n *describe.Node) {
+		rows++
+		if n.Category == describe.CategoryMachine {
+			machines++
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(tree.Root)
+	if machines != 0 || rows < 3 {
+		t.Errorf("partial tree: %d rows, %d machines (want the cluster, its infrastructure and control plane, no machine)", rows, machines)
+	}
+	text := string(render(t, user, opts))
+	for _, want := range []string{"Cluster " + s.Namespace + "/" + s.Cluster, "Partial view: 1 kind(s) could not be read", "machines.cluster.x-k8s.io"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the partial tree lacks %q:\n%s", want, text)
+		}
+	}
+	var buf bytes.Buffer
+	if err := output.Render(&buf, output.JSON, tree, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"unread"`) {
+		t.Errorf("the JSON view does not name the unread kind:\n%s", buf.String())
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 
@@ -336,6 +337,8 @@ type Snapshot struct {
 	// ClusterResourceSets and the binding are read with ShowResourceSets only.
 	ClusterResourceSets       []unstructured.Unstructured `json:"clusterResourceSets,omitempty"`
 	ClusterResourceSetBinding *unstructured.Unstructured  `json:"clusterResourceSetBinding,omitempty"`
+	// Unread are the kinds that could not be listed (their part of the tree is missing).
+	Unread []authz.Unreadable `json:"unread,omitempty"`
 	// Referenced are the objects the Cluster, machines and pools reference (infrastructure,
 	// control plane, bootstrap configs), each with why it could not be read when it could not.
 	// Fetched with Options.Grouping, it holds those of the machines that stay rows of the tree
@@ -414,11 +417,23 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 	opts := d.opts
 	sel := map[string]string{clusterNameLabel: opts.Name}
 	g, gctx := errgroup.WithContext(ctx)
+	// A kind the server refuses (RBAC) or cannot serve (its conversion webhook down) leaves its
+	// part of the tree empty and is named in the tree (a partial view); a bad credential or an
+	// unreachable server still fails the describe.
+	var reads authz.Reads
+	defer func() { s.Unread = reads.Unread() }()
+	tolerate := func(err error) error {
+		if authz.Tolerable(err) {
+			reads.Add(authz.FromError(opts.Namespace, err))
+			return nil
+		}
+		return err
+	}
 	listInto := func(dst *[]unstructured.Unstructured, group, kind string, sel map[string]string) {
 		g.Go(func() error {
 			items, err := d.list(gctx, group, kind, opts.Namespace, sel)
 			*dst = items
-			return err
+			return tolerate(err)
 		})
 	}
 	listInto(&s.Machines, coreGroup, "Machine", sel)
@@ -437,6 +452,9 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 			u.SetGroupVersionKind(gvk)
 			if err := d.c.Get(gctx, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, u); err != nil {
 				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				if tolerate(err) == nil {
 					return nil
 				}
 				return fmt.Errorf("reading ClusterResourceSetBinding %s/%s: %w", opts.Namespace, opts.Name, err)

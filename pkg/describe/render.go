@@ -9,6 +9,8 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/capctl/capctl/pkg/authz"
 )
 
 // RenderOptions control the text presentation.
@@ -101,7 +103,14 @@ func Render(w io.Writer, t *Tree, o RenderOptions) error {
 		r.rows = append(r.rows, []string{"NAME", "REPLICAS", "AVAILABLE", "READY", "UP TO DATE", "STATUS", "REASON", "SINCE", "MESSAGE"})
 	}
 	r.addNode("", t.Root)
-	return writeAligned(w, r.rows)
+	if err := writeAligned(w, r.rows); err != nil {
+		return err
+	}
+	if len(t.Unread) > 0 {
+		_, err := io.WriteString(w, authz.PartialViewNote(t.Unread))
+		return err
+	}
+	return nil
 }
 
 func (r *renderer) since(t time.Time) string {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/capctl/capctl/pkg/authz"
 )
 
 // Category says how a row is presented (which counters and which condition it shows).
@@ -95,7 +97,12 @@ type Tree struct {
 	V1Beta1 bool `json:"v1beta1Presentation,omitempty"`
 	// ServedVersion is the cluster.x-k8s.io version the objects were read at.
 	ServedVersion string `json:"servedVersion"`
+	// Unread are the kinds that could not be read: the tree is a partial view without them.
+	Unread []authz.Unreadable `json:"unread,omitempty"`
 }
+
+// Complete tells whether every kind of the tree could be read.
+func (t *Tree) Complete() bool { return len(t.Unread) == 0 }
 
 func (n *Node) condition(t string) *Condition { return findCondition(n.Conditions, t) }
 

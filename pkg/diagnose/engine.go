@@ -259,7 +259,10 @@ func runRules(in *Input, rules []Rule) *Report {
 		}
 	}
 	if in.Management != nil {
-		rep.Unread = in.Management.Unread
+		rep.Unread = append(rep.Unread, in.Management.Unread...)
+	}
+	if in.Tree != nil {
+		rep.Unread = append(rep.Unread, in.Tree.Unread...)
 	}
 	rep.NotChecked = notChecked(in)
 	// What could not be checked is not known to be fine.

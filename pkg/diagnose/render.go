@@ -113,7 +113,7 @@ func RenderText(w io.Writer, r *Report, o RenderOptions) error {
 // writePartial says what a partial view could not read and which checks it could not make.
 func writePartial(b *strings.Builder, unread []authz.Unreadable, nc []NotChecked) {
 	if len(unread) > 0 {
-		fmt.Fprintf(b, "Partial view: %d kind(s) could not be read (grant the verbs or run as a user who has them):\n%s\n", len(unread), authz.Describe(unread, "  "))
+		b.WriteString(authz.PartialViewNote(unread))
 	}
 	for _, n := range nc {
 		fmt.Fprintf(b, "Not checked: %s for %s: %s\n", n.Rule, n.Object, n.Reason)

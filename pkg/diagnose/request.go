@@ -52,7 +52,8 @@ type FleetReport struct {
 	Clusters []FleetRow `json:"clusters"`
 	// ManagementError says why the management side could not be read.
 	ManagementError string `json:"managementError,omitempty"`
-	// Unread are the kinds of the management side that could not be read (RBAC): the view is partial.
+	// Unread are the kinds that could not be read (RBAC), of the management side and of the
+	// fleet's own lists: the view is partial.
 	Unread []authz.Unreadable `json:"unread,omitempty"`
 }
 
@@ -111,6 +112,10 @@ func Clusters(ctx context.Context, c client.Client, opts FleetOptions) (*FleetRe
 	}
 	if mgmt != nil {
 		fr.Unread = mgmt.Unread
+	}
+	if len(snaps) > 0 {
+		// The fleet's lists are shared: every snapshot misses the same kinds.
+		fr.Unread = append(fr.Unread, snaps[0].Unread...)
 	}
 	inputs := make([]*Input, len(snaps))
 	for i, s := range snaps {

@@ -342,11 +342,18 @@ type NotChecked struct {
 // notChecked lists the management rules that could not be applied to the input's providers and
 // cert-manager, so a report never calls healthy what it could not read.
 func notChecked(in *Input) []NotChecked {
+	var out []NotChecked
+	// The cluster's own kinds that could not be listed (Machines, MachineDeployments, ...): no
+	// rule saw them, so none of the rules over them passed.
+	if in.Tree != nil && in.Tree.Root != nil {
+		for _, u := range in.Tree.Unread {
+			out = append(out, NotChecked{Rule: "every rule over " + u.Resource, Object: objectName("Cluster", in.Tree.Root.Namespace, in.Tree.Root.Name), Reason: notCheckedReason(u)})
+		}
+	}
 	m := in.Management
 	if m == nil {
-		return nil
+		return out
 	}
-	var out []NotChecked
 	if why := m.NotChecked[checkInventory]; why != "" {
 		for _, r := range []string{RuleProviderController, RuleProviderWebhook, RuleProviderContract} {
 			out = append(out, NotChecked{Rule: r, Object: "every provider", Reason: why})
