@@ -20,14 +20,20 @@ export KUBEBUILDER_ASSETS := $(CAPCTL_ENVTEST_DIR)
 CLUSTERCTL_VERSION ?= v1.14.2
 CLUSTERCTL_BIN     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/clusterctl/$(CLUSTERCTL_VERSION)/clusterctl
 export CAPCTL_CLUSTERCTL ?= $(CLUSTERCTL_BIN)
+# The clusterctl of the v1beta1 contract (v1.10), which sets up the v1beta1 management cluster of
+# the live contract tests (capctl, like clusterctl v1.14, installs v1beta2 core providers only).
+CLUSTERCTL_V1BETA1_VERSION ?= v1.10.10
+CLUSTERCTL_V1BETA1_BIN     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/clusterctl/$(CLUSTERCTL_V1BETA1_VERSION)/clusterctl
+export CAPCTL_CLUSTERCTL_V1BETA1 ?= $(CLUSTERCTL_V1BETA1_BIN)
 
 # The Cluster API managers (core, kubeadm bootstrap and control plane, CAPD) that the end-to-end
 # tests and the demo run as host processes, and kube-controller-manager next to kube-apiserver
-# (hack/live-bins.sh). The demo needs one manager set; the upgrade end-to-end test also the older
-# one, so `make demo` builds only CAPI_DEMO_SETS and `make live-bins` both.
+# (hack/live-bins.sh). The demo needs one manager set; the upgrade end-to-end test also v1.13,
+# the contract tests v1.10 (v1beta1), so `make demo` builds only CAPI_DEMO_SETS and `make
+# live-bins` all of them.
 CAPCTL_CAPI_BINS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/capi
 CAPI_DEMO_SETS   ?= v1.14.2
-CAPI_E2E_SETS    ?= v1.13.5:v1.13.7
+CAPI_E2E_SETS    ?= v1.13.5:v1.13.7 v1.10.10
 CAPI_SETS        ?= $(CAPI_DEMO_SETS) $(CAPI_E2E_SETS)
 export CAPCTL_CAPI_BINS
 
@@ -64,8 +70,9 @@ envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy
 clusterctl-bin: ## Build the reference clusterctl for the compatibility tests (idempotent)
 	@CLUSTERCTL_VERSION=$(CLUSTERCTL_VERSION) hack/clusterctl-bin.sh "$(CLUSTERCTL_BIN)"
 
-live-bins: envtest-bins ## Build the Cluster API managers (every set) and kube-controller-manager for the live management clusters (idempotent)
+live-bins: envtest-bins ## Build the Cluster API managers (every set), kube-controller-manager and the v1beta1-era clusterctl for the live management clusters (idempotent)
 	@CAPI_SETS="$(CAPI_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
+	@CLUSTERCTL_VERSION=$(CLUSTERCTL_V1BETA1_VERSION) hack/clusterctl-bin.sh "$(CLUSTERCTL_V1BETA1_BIN)"
 
 demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
 	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh

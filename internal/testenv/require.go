@@ -89,6 +89,18 @@ func Clusterctl(tb testing.TB) string {
 		filepath.Join("clusterctl", ClusterctlVersion, "clusterctl"), "clusterctl-bin")
 }
 
+// ClusterctlV1Beta1Version is the clusterctl of the v1beta1 contract that the live contract
+// tests set up a v1beta1 management cluster with (capctl installs v1beta2 core providers only).
+const ClusterctlV1Beta1Version = "v1.10.10"
+
+// ClusterctlV1Beta1 returns that clusterctl: $CAPCTL_CLUSTERCTL_V1BETA1, else where `make
+// live-bins` puts it; follows Require when it is missing.
+func ClusterctlV1Beta1(tb testing.TB) string {
+	tb.Helper()
+	return cachedBinary(tb, "contract test", "clusterctl "+ClusterctlV1Beta1Version, "CAPCTL_CLUSTERCTL_V1BETA1",
+		filepath.Join("clusterctl", ClusterctlV1Beta1Version, "clusterctl"), "live-bins")
+}
+
 // OperatorPluginVersion is the Cluster API Operator whose clusterctl plugin the plugin test runs
 // (hack/operator-plugin.sh builds it).
 const OperatorPluginVersion = "v0.29.0"

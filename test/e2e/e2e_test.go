@@ -118,11 +118,16 @@ func (e *e2e) capctl(c *livemgmt.Cluster, args ...string) (string, error) {
 // runs from management cluster c's network (nil: the host's), where the in-memory workload
 // clusters that c's CAPD serves answer, as an operator's shell on that network would.
 func (e *e2e) command(ctx context.Context, c *livemgmt.Cluster, args ...string) *exec.Cmd {
+	return e.commandOf(ctx, c, capctlBin, args...)
+}
+
+// commandOf is command for another binary (a clusterctl).
+func (e *e2e) commandOf(ctx context.Context, c *livemgmt.Cluster, bin string, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if c != nil {
-		cmd = c.Command(ctx, capctlBin, args...)
+		cmd = c.Command(ctx, bin, args...)
 	} else {
-		cmd = exec.CommandContext(ctx, capctlBin, args...)
+		cmd = exec.CommandContext(ctx, bin, args...)
 	}
 	env := os.Environ()
 	if c == nil && e.kubeconfigs != "" {
@@ -175,7 +180,7 @@ func (e *e2e) waitWebhooksAnswer(c *livemgmt.Cluster) {
 	var last error
 	for time.Since(start) < time.Minute {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(clusterGVK)
+		u.SetGroupVersionKind(servedClusterGVK(c))
 		u.SetNamespace(metav1.NamespaceDefault)
 		u.SetName("webhook-probe")
 		last = c.Client.Create(ctx, u, client.DryRunAll)
@@ -209,15 +214,29 @@ var (
 	machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 )
 
+// servedClusterGVK is the Cluster kind at the version the management cluster prefers: v1beta2
+// from Cluster API v1.11, v1beta1 on an older (v1beta1 contract) management cluster.
+func servedClusterGVK(c *livemgmt.Cluster) schema.GroupVersionKind {
+	if m, err := c.Client.RESTMapper().RESTMapping(clusterGVK.GroupKind()); err == nil {
+		return m.GroupVersionKind
+	}
+	return clusterGVK
+}
+
 func getCluster(ctx context.Context, c *livemgmt.Cluster, ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(clusterGVK)
+	u.SetGroupVersionKind(servedClusterGVK(c))
 	return u, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
 }
 
-// condition returns a v1beta2 condition's status and message.
+// condition returns a v1beta2 condition's status and message (of a v1beta1 object, from
+// status.v1beta2.conditions, where the v1beta1 contract keeps them).
 func condition(u *unstructured.Unstructured, typ string) (string, string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	path := []string{"status", "conditions"}
+	if strings.HasSuffix(u.GetAPIVersion(), "/v1beta1") {
+		path = []string{"status", "v1beta2", "conditions"}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, path...)
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == typ {
