@@ -285,6 +285,31 @@ func (e *e2e) awaitAvailable(c *livemgmt.Cluster, ns, name string, timeout time.
 		e.host.Diagnose(ctx, c, capctlBin, ns, name))
 }
 
+// waitMachinesCondition waits until every Machine of ns has condition typ True.
+func (e *e2e) waitMachinesCondition(c *livemgmt.Cluster, ns, typ string, timeout time.Duration) {
+	e.t.Helper()
+	ctx := context.Background()
+	var last string
+	for start := time.Now(); time.Since(start) < timeout; time.Sleep(2 * time.Second) {
+		ms, err := listMachines(ctx, c, ns)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var waiting []string
+		for i := range ms {
+			if st, _ := condition(&ms[i], typ); st != "True" {
+				waiting = append(waiting, ms[i].GetName()+" ("+typ+"="+st+")")
+			}
+		}
+		if len(ms) > 0 && len(waiting) == 0 {
+			return
+		}
+		last = strings.Join(waiting, ", ")
+	}
+	e.t.Fatalf("Machines of %s on %s not %s=True after %s: %s", ns, c.Name, typ, timeout, last)
+}
+
 func listMachines(ctx context.Context, c *livemgmt.Cluster, ns string) ([]unstructured.Unstructured, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))

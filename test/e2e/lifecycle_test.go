@@ -37,6 +37,10 @@ func TestInitGenerateAvailable(t *testing.T) {
 	}
 	e.createCluster(mgmt, ns, "wl-1", k8sVersion, 1)
 	e.waitAvailable(mgmt, ns, "wl-1", 5*time.Minute)
+	// The MachineHealthChecks mark each Machine HealthCheckSucceeded once they have checked it,
+	// a moment after Available (the worker's was there in one run and not yet in another): the
+	// shape is compared once they have.
+	e.waitMachinesCondition(mgmt, ns, "HealthCheckSucceeded", 2*time.Minute)
 
 	out := e.mustCapctl(mgmt, "describe", "cluster", "wl-1", "-n", ns, "--show-conditions", "all", "--grouping=false")
 	got := describeShape(out)
