@@ -312,10 +312,19 @@ func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, erro
 	if err != nil {
 		return nil, err
 	}
+	var foreign map[string]bool
+	if !scope.AllNamespaces {
+		var classes []unstructured.Unstructured
+		if classes, foreign, err = foreignClasses(ctx, c, objs, scope.Namespace, typesToList); err != nil {
+			return nil, err
+		}
+		objs = append(objs, classes...)
+	}
 	g, err := BuildGraph(objs, typesToList, scope)
 	if err != nil {
 		return nil, err
 	}
+	keepForeign(g, foreign)
 	g.Namespaces = namespaces
 	g.Providers = providers
 	if !scope.AllNamespaces {
@@ -324,6 +333,133 @@ func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, erro
 		}
 	}
 	return g, nil
+}
+
+// classRef returns the ClusterClass a Cluster uses (namespace defaults to the Cluster's; name ""
+// for none), from v1beta2 spec.topology.classRef or v1beta1 spec.topology.class/classNamespace.
+func classRef(cl *unstructured.Unstructured) (ns, name string) {
+	name, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
+	ns, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "namespace")
+	if name == "" { // v1beta1
+		name, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "class")
+		ns, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "classNamespace")
+	}
+	if ns == "" {
+		ns = cl.GetNamespace()
+	}
+	return ns, name
+}
+
+// foreignClasses reads the ClusterClasses that Clusters of the moved namespace use from other
+// namespaces, with every template they reference: they are copied to the target (same
+// namespace) and kept in the source. It returns them and the set of their "Kind/namespace/name"
+// keys. One LIST of ClusterClasses per such namespace, and one LIST per template kind there.
+func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Unstructured, ns string, typesToList []TypeInfo) ([]unstructured.Unstructured, map[string]bool, error) {
+	wanted := map[string]map[string]bool{} // namespace -> class names
+	for i := range objs {
+		o := &objs[i]
+		if o.GetKind() != "Cluster" || o.GroupVersionKind().Group != "cluster.x-k8s.io" {
+			continue
+		}
+		if cns, name := classRef(o); name != "" && cns != ns {
+			if wanted[cns] == nil {
+				wanted[cns] = map[string]bool{}
+			}
+			wanted[cns][name] = true
+		}
+	}
+	if len(wanted) == 0 {
+		return nil, nil, nil
+	}
+	byKind := map[string]TypeInfo{}
+	for _, t := range typesToList {
+		if isCAPIGroup(t.GVK.Group) {
+			byKind[t.GVK.Group+"/"+t.GVK.Kind] = t
+		}
+	}
+	classType, ok := byKind["cluster.x-k8s.io/ClusterClass"]
+	if !ok {
+		return nil, nil, nil
+	}
+	var out []unstructured.Unstructured
+	keys := map[string]bool{}
+	var cnss []string
+	for cns := range wanted {
+		cnss = append(cnss, cns)
+	}
+	sort.Strings(cnss)
+	for _, cns := range cnss {
+		listed, err := listAll(ctx, c, []TypeInfo{classType}, []string{cns}, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the ClusterClasses of namespace %s that Clusters of %s use: %w", cns, ns, err)
+		}
+		templates := map[string]map[string]bool{} // group/kind -> names
+		var kinds []TypeInfo
+		for _, cc := range listed {
+			if !wanted[cns][cc.GetName()] {
+				continue
+			}
+			out = append(out, cc)
+			keys[key(cc.GetKind(), cns, cc.GetName())] = true
+			walkTemplateRefsGroup(cc.Object["spec"], func(group, kind, name string) {
+				t, ok := byKind[group+"/"+kind]
+				if !ok {
+					return // not a kind the move knows: BuildGraph leaves the reference alone
+				}
+				gk := group + "/" + kind
+				if templates[gk] == nil {
+					templates[gk] = map[string]bool{}
+					kinds = append(kinds, t)
+				}
+				templates[gk][name] = true
+			})
+		}
+		if len(kinds) == 0 {
+			continue
+		}
+		tmpls, err := listAll(ctx, c, kinds, []string{cns}, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the templates of the ClusterClasses of namespace %s: %w", cns, err)
+		}
+		for _, o := range tmpls {
+			if templates[o.GroupVersionKind().Group+"/"+o.GetKind()][o.GetName()] {
+				out = append(out, o)
+				keys[key(o.GetKind(), cns, o.GetName())] = true
+			}
+		}
+	}
+	return out, keys, nil
+}
+
+// keepForeign marks the ClusterClasses and templates foreignClasses read (and only them) as
+// copied and kept in the source, and says so.
+func keepForeign(g *Graph, foreign map[string]bool) {
+	if len(foreign) == 0 {
+		return
+	}
+	classes := map[string]int{}
+	for _, n := range g.Moved() {
+		if foreign[key(n.Ref.Kind, n.Ref.Namespace, n.Ref.Name)] {
+			n.KeepInSource = true
+			if !isClusterClassNode(n) {
+				for _, u := range n.SoftOwners {
+					if o := g.Nodes[u]; o != nil && isClusterClassNode(o) {
+						classes[o.Ref.Namespace+"/"+o.Ref.Name]++
+					}
+				}
+			} else if _, ok := classes[n.Ref.Namespace+"/"+n.Ref.Name]; !ok {
+				classes[n.Ref.Namespace+"/"+n.Ref.Name] = 0
+			}
+		}
+	}
+	var names []string
+	for cc := range classes {
+		names = append(names, cc)
+	}
+	sort.Strings(names)
+	for _, cc := range names {
+		g.Warnings = append(g.Warnings, fmt.Sprintf("ClusterClass %s, used by Clusters of the moved namespace, lives in another namespace: it and its %d templates are copied to the target (same namespace) and kept in the source", cc, classes[cc]))
+	}
 }
 
 // keepSharedClasses marks moved ClusterClasses that Clusters of other namespaces use (and their
@@ -354,15 +490,7 @@ func keepSharedClasses(ctx context.Context, c client.Reader, g *Graph, ns string
 		if cl.GetNamespace() == ns {
 			continue
 		}
-		name, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
-		cns, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "namespace")
-		if name == "" {
-			name, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "class")
-			cns, _, _ = unstructured.NestedString(cl.Object, "spec", "topology", "classNamespace")
-		}
-		if cns == "" {
-			cns = cl.GetNamespace()
-		}
+		cns, name := classRef(&cl)
 		if cc := classes[name]; cc != nil && cns == ns {
 			users[cc] = append(users[cc], cl.GetNamespace()+"/"+cl.GetName())
 		}
@@ -470,16 +598,7 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 				}
 			}
 		case isCluster(n):
-			name, _, _ := unstructured.NestedString(o, "spec", "topology", "classRef", "name")
-			ns, _, _ := unstructured.NestedString(o, "spec", "topology", "classRef", "namespace")
-			if name == "" { // v1beta1
-				name, _, _ = unstructured.NestedString(o, "spec", "topology", "class")
-				ns, _, _ = unstructured.NestedString(o, "spec", "topology", "classNamespace")
-			}
-			if name != "" {
-				if ns == "" {
-					ns = n.Ref.Namespace
-				}
+			if ns, name := classRef(n.Obj); name != "" {
 				if cc := byKey[key("ClusterClass", ns, name)]; cc != nil {
 					addSoft(n, cc)
 				} else {
@@ -791,9 +910,9 @@ func order(g *Graph, nodes []*Node) {
 	}
 }
 
-// walkTemplateRefs calls fn for every {kind, name} reference under a ClusterClass spec
-// (v1beta2 `templateRef`, v1beta1 `ref`).
-func walkTemplateRefs(v any, fn func(kind, name string)) {
+// walkTemplateRefsGroup is walkTemplateRefs with each reference's API group (v1beta2 apiGroup,
+// or the group of v1beta1/v1beta2 apiVersion).
+func walkTemplateRefsGroup(v any, fn func(group, kind, name string)) {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
@@ -801,16 +920,28 @@ func walkTemplateRefs(v any, fn func(kind, name string)) {
 				if m, ok := child.(map[string]any); ok {
 					kind, _ := m["kind"].(string)
 					name, _ := m["name"].(string)
+					group, _ := m["apiGroup"].(string)
+					if av, _ := m["apiVersion"].(string); group == "" && av != "" {
+						if gv, err := schema.ParseGroupVersion(av); err == nil {
+							group = gv.Group
+						}
+					}
 					if kind != "" && name != "" {
-						fn(kind, name)
+						fn(group, kind, name)
 					}
 				}
 			}
-			walkTemplateRefs(child, fn)
+			walkTemplateRefsGroup(child, fn)
 		}
 	case []any:
 		for _, child := range t {
-			walkTemplateRefs(child, fn)
+			walkTemplateRefsGroup(child, fn)
 		}
 	}
+}
+
+// walkTemplateRefs calls fn for every {kind, name} reference under a ClusterClass spec
+// (v1beta2 `templateRef`, v1beta1 `ref`).
+func walkTemplateRefs(v any, fn func(kind, name string)) {
+	walkTemplateRefsGroup(v, func(_, kind, name string) { fn(kind, name) })
 }
