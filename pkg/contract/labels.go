@@ -40,3 +40,9 @@ func isAPIVersion(s string) bool {
 	}
 	return false
 }
+
+// Compare orders two contracts (API versions: v1alpha4 < v1beta1 < v1beta2 < v1): negative when
+// a is older than b, 0 when equal, positive when newer.
+func Compare(a, b string) int {
+	return version.CompareKubeAwareVersionStrings(a, b)
+}

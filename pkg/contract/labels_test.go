@@ -19,3 +19,14 @@ func TestDeclared(t *testing.T) {
 		}
 	}
 }
+
+func TestCompare(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"v1beta1", "v1beta2", -1}, {"v1beta2", "v1beta1", 1}, {"v1beta2", "v1beta2", 0}, {"v1alpha4", "v1beta1", -1}, {"v1", "v1beta2", 1}} {
+		if got := Compare(tc.a, tc.b); (got < 0) != (tc.want < 0) || (got > 0) != (tc.want > 0) {
+			t.Errorf("Compare(%s, %s) = %d, want the sign of %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -394,6 +394,9 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 	if err := CheckRestorable(ctx, dst, man, g); err != nil {
 		return rep, err
 	}
+	if rep.Contracts, err = checkContracts(ctx, nil, dst, g); err != nil {
+		return rep, err
+	}
 	if err := Preflight(ctx, nil, dst, g); err != nil {
 		return rep, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -65,8 +66,10 @@ func prepareManagementCluster(tb testing.TB, env *testenv.Env, providers ...inve
 		if !ok {
 			continue
 		}
+		// The contract label as the provider's release writes it: its storage version.
+		stored := contract.StorageVersion(crd)
 		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{
-			inventory.ClusterctlLabel: "", inventory.ProviderLabel: p, "cluster.x-k8s.io/v1beta2": "v1beta2",
+			inventory.ClusterctlLabel: "", inventory.ProviderLabel: p, contract.LabelPrefix + stored: stored,
 		}}}
 		if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 			patch["spec"] = map[string]any{"conversion": map[string]any{"strategy": "None", "webhook": nil}}

@@ -112,10 +112,12 @@ type Report struct {
 	// move and matched.
 	Verified bool `json:"verified"`
 	// Differences found by the verification of the target against the pre-move copy.
-	Differences    []Difference `json:"differences,omitempty"`
-	SourceRequests int64        `json:"sourceRequests"`
-	TargetRequests int64        `json:"targetRequests"`
-	Seconds        float64      `json:"seconds"`
+	Differences []Difference `json:"differences,omitempty"`
+	// Contracts of the source and the target (a jump when they differ).
+	Contracts      Contracts `json:"contracts"`
+	SourceRequests int64     `json:"sourceRequests"`
+	TargetRequests int64     `json:"targetRequests"`
+	Seconds        float64   `json:"seconds"`
 
 	Graph *Graph `json:"-"`
 }
@@ -189,6 +191,12 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	if srcID == dstID || src.Config.Host == dst.Config.Host {
 		return rep, fmt.Errorf("%w: %s (kubeconfig %s) and %s (kubeconfig %s) are the same cluster; pass the kubeconfig of another management cluster with --to-kubeconfig",
 			ErrSameCluster, src.Config.Host, src.KubeconfigPath, dst.Config.Host, dst.KubeconfigPath)
+	}
+
+	// The contracts come first: a move into an older contract is refused before anything is
+	// written (not even the lock).
+	if rep.Contracts, err = checkContracts(ctx, src, dst, nil); err != nil {
+		return rep, err
 	}
 
 	// The namespace lock comes before the journal is read: what the journal says (and what the
