@@ -35,6 +35,7 @@ type moveOptions struct {
 	blockMoveTimeout time.Duration
 	parallelism      int
 	maxBackupSize    string
+	acceptLoss       bool
 	output           output.Format
 
 	// request is the one feature call the flags make (filled by complete).
@@ -58,7 +59,14 @@ target with the copy (labels, annotations, finalizers, owners, spec, data), and 
 from the source, unpauses in the target and removes the journal. A move that fails before deleting
 leaves the source intact and unpaused. A move that was interrupted at any point (even killed) is
 finished by re-running the same command or with --resume; if the target was lost or rebuilt, add
---restart-target to re-create everything in the new target from the journal's copy.`),
+--restart-target to re-create everything in the new target from the journal's copy.
+
+The target may be on a newer Cluster API contract than the source (a v1.10 management cluster,
+storing v1beta1, to a v1.11+ one storing v1beta2): each object is read as the source stores it,
+converted to the version the target stores (as capctl convert does, round-trip checked) and
+verified in that form. --dry-run --to-kubeconfig lists every conversion and any value that would
+not survive it; such a move is refused unless --accept-conversion-loss. A target on an older
+contract than the source is refused.`),
 		Example: strings.TrimSpace(`
   # See what would move from namespace team-a, and in which order
   capctl move -n team-a --dry-run
@@ -99,6 +107,7 @@ finished by re-running the same command or with --resume; if the target was lost
 	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
 	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
+	fl.BoolVar(&o.acceptLoss, "accept-conversion-loss", false, "Move even when converting objects to the target's API versions (a v1beta1 to v1beta2 management cluster) loses values; the dry run lists them, the journal and the report record them")
 	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
 	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
@@ -136,7 +145,8 @@ func (o *moveOptions) complete(f *factory) error {
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
-			Log: f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
+			AcceptConversionLoss: o.acceptLoss,
+			Log:                  f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
 				"create": "Creating objects in the target", "delete": "Deleting objects from the source"}),
 		},
 	}
@@ -247,10 +257,16 @@ type planView struct {
 	Excluded []move.Exclusion    `json:"excluded,omitempty"`
 	Warnings []string            `json:"warnings,omitempty"`
 	Pending  []move.Unfinished   `json:"unfinished,omitempty"`
+	// Contracts and Conversions: with --to-kubeconfig, what the target's versions need.
+	Contracts   *move.Contracts   `json:"contracts,omitempty"`
+	Conversions []move.Conversion `json:"conversions,omitempty"`
 }
 
 func (o *moveOptions) renderPlan(w io.Writer, res *move.Result) error {
-	pv := planView{Source: res.PlanSource, Clusters: map[string][]string{}, Pending: res.Pending}
+	pv := planView{Source: res.PlanSource, Clusters: map[string][]string{}, Pending: res.Pending, Conversions: res.Conversions}
+	if res.Contracts.Target != "" {
+		pv.Contracts = &res.Contracts
+	}
 	g := res.Plan
 	if g != nil {
 		pv.Objects, pv.Excluded, pv.Warnings = g.Count(), g.Excluded, g.Warnings
@@ -305,6 +321,7 @@ func (o *moveOptions) renderPlan(w io.Writer, res *move.Result) error {
 		sort.Strings(kinds)
 		fmt.Fprintf(w, "  %d. %s\n", i+1, strings.Join(kinds, ", "))
 	}
+	move.WriteConversions(w, res.Contracts, res.Conversions)
 	renderExcluded(w, g.Excluded, g.Warnings)
 	return nil
 }

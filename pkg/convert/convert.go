@@ -394,3 +394,11 @@ func hintVariables(text []byte) string {
 	}
 	return ""
 }
+
+// Object converts one object (a map as the API server or a file gives it) to v1beta2 when capctl
+// can, as the convert command does for each document: it returns the object to write (the input
+// when not converted) and the report; a converted object's Warnings are what the round trip does
+// not give back, by path.
+func Object(obj map[string]any) (map[string]any, ObjectReport) {
+	return convertItem(normalize(obj), 0, nil)
+}

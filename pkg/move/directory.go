@@ -397,7 +397,8 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 	if rep.Contracts, err = checkContracts(ctx, nil, dst, g); err != nil {
 		return rep, err
 	}
-	if err := Preflight(ctx, nil, dst, g); err != nil {
+	tg, err := preflight(ctx, dst, g, opts, rep)
+	if err != nil {
 		return rep, err
 	}
 	rep.Warnings = append(rep.Warnings, sanitize(g)...)
@@ -411,11 +412,11 @@ func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Op
 	}
 	defer lk.Release(ctx)
 	ctx = lctx
-	existing, err := listMovedKinds(ctx, dst, g)
+	existing, err := listMovedKinds(ctx, dst, tg)
 	if err != nil {
 		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
 	}
-	m := &mover{dst: dst, opts: opts, g: g, moveID: "restore-" + rand.String(8), uids: map[types.UID]types.UID{}}
+	m := &mover{dst: dst, opts: opts, g: g, tg: tg, moveID: "restore-" + rand.String(8), uids: map[types.UID]types.UID{}}
 	if err := m.converge(ctx, existing); err != nil {
 		return rep, fmt.Errorf("%w; %d of %d objects are in the target (paused); re-run the same restore to complete it", err, m.created.Load()+m.updated.Load()+m.present.Load(), g.Count())
 	}

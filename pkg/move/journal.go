@@ -53,8 +53,12 @@ type journal struct {
 	// Directory is the folder a backup writes (phase backup).
 	Directory string `json:"directory,omitempty"`
 	// DataSecrets and DataSHA256 describe the copy of the objects (phase deleting needs it).
-	DataSecrets int    `json:"dataSecrets,omitempty"`
-	DataSHA256  string `json:"dataSHA256,omitempty"`
+	// Contracts of the two sides, and the values the conversion to the target's versions lost
+	// (accepted with --accept-conversion-loss), by object and path.
+	Contracts        Contracts `json:"contracts"`
+	ConversionLosses []string  `json:"conversionLosses,omitempty"`
+	DataSecrets      int       `json:"dataSecrets,omitempty"`
+	DataSHA256       string    `json:"dataSHA256,omitempty"`
 
 	namespace string
 }

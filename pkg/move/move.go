@@ -57,6 +57,9 @@ type Options struct {
 	MaxBackupSize int64
 	// PollInterval of the block-move wait (default 1 s).
 	PollInterval time.Duration
+	// AcceptConversionLoss moves even when converting to the target's versions loses values
+	// (they are listed in the report and the journal).
+	AcceptConversionLoss bool
 	// LockDuration is how long a namespace lock lasts unrenewed (default DefaultLockDuration).
 	LockDuration time.Duration
 }
@@ -114,10 +117,12 @@ type Report struct {
 	// Differences found by the verification of the target against the pre-move copy.
 	Differences []Difference `json:"differences,omitempty"`
 	// Contracts of the source and the target (a jump when they differ).
-	Contracts      Contracts `json:"contracts"`
-	SourceRequests int64     `json:"sourceRequests"`
-	TargetRequests int64     `json:"targetRequests"`
-	Seconds        float64   `json:"seconds"`
+	Contracts Contracts `json:"contracts"`
+	// Conversions are the objects written at another version than the source stores them.
+	Conversions    []Conversion `json:"conversions,omitempty"`
+	SourceRequests int64        `json:"sourceRequests"`
+	TargetRequests int64        `json:"targetRequests"`
+	Seconds        float64      `json:"seconds"`
 
 	Graph *Graph `json:"-"`
 }
@@ -267,7 +272,13 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	}
 	log.Info("Moving Cluster API objects", "Clusters", len(rep.Clusters), "ClusterClasses", len(rep.ClusterClasses), "objects", g.Count())
 
-	if err := Preflight(ctx, src, dst, g); err != nil {
+	// An unfinished move goes on with the losses its first run accepted (the journal lists them).
+	var accepted []string
+	if j != nil {
+		accepted = j.ConversionLosses
+	}
+	tg, err := preflight(ctx, dst, g, opts, rep, accepted...)
+	if err != nil {
 		return rep, err
 	}
 	if err := checkPermissions(ctx, src, dst, g, opts.Scope); err != nil {
@@ -275,7 +286,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 	}
 	// What the target holds of the graph: a fresh move (or a restart into a new target) never
 	// overwrites it; a resumed one brings it up to date.
-	existing, err := listMovedKinds(ctx, dst, g)
+	existing, err := listMovedKinds(ctx, dst, tg)
 	if err != nil {
 		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
 	}
@@ -285,7 +296,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		}
 	}
 
-	m := &mover{src: src, dst: dst, opts: opts, g: g, uids: map[types.UID]types.UID{}}
+	m := &mover{src: src, dst: dst, opts: opts, g: g, tg: tg, uids: map[types.UID]types.UID{}}
 	if j == nil {
 		j = &journal{MoveID: "move-" + rand.String(8), Scope: opts.Scope, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseCreating}
 	}
@@ -294,6 +305,7 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the move %s continued into %s (kube-system UID %s) instead of %s (UID %s), from the journal's copy of the objects", j.MoveID, dst.Config.Host, dstID, j.Target, j.TargetID))
 	}
 	j.Target, j.TargetID, j.Objects = dst.Config.Host, dstID, g.Count()
+	j.Contracts, j.ConversionLosses = rep.Contracts, Lost(rep.Conversions)
 	m.moveID = j.MoveID
 	rep.MoveID = j.MoveID
 	if j.Phase != phaseDeleting {
@@ -521,17 +533,52 @@ func (m *mover) abortBeforeDelete(ctx context.Context, cause error) error {
 		cause, written, m.g.Count(), m.dst.Config.Host)
 }
 
-// Preflight checks the target can take the graph: the same providers at the same or newer
-// versions, every moved kind served, every cluster provisioned.
-func Preflight(ctx context.Context, src, dst *cluster.Client, g *Graph) error {
-	var problems []string
+// preflight checks the target can take the graph and returns the graph as the target stores
+// it (converted to the target's versions, rep.Conversions): it refuses values the conversion
+// would lose unless opts.AcceptConversionLoss.
+func preflight(ctx context.Context, dst *cluster.Client, g *Graph, opts Options, rep *Report, accepted ...string) (*Graph, error) {
+	versions, err := targetVersions(ctx, dst)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+	}
+	tg, convs, problems := toTarget(g, versions)
+	rep.Conversions = convs
+	if err := Preflight(ctx, dst, g, tg, problems...); err != nil {
+		return nil, err
+	}
+	if lost := Lost(convs); len(lost) > 0 && !opts.AcceptConversionLoss && !subset(lost, accepted) {
+		return nil, fmt.Errorf("%w (%s): %d value(s) would not survive the conversion:\n  - %s\nNothing was written. Change or remove them in the source first, or pass --accept-conversion-loss to move without them (the journal records what was lost)",
+			ErrConversionLoss, rep.Contracts, len(lost), strings.Join(lost, "\n  - "))
+	}
+	return tg, nil
+}
+
+// subset tells whether every string of a is in b.
+func subset(a, b []string) bool {
+	in := make(map[string]bool, len(b))
+	for _, s := range b {
+		in[s] = true
+	}
+	for _, s := range a {
+		if !in[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// Preflight checks the target can take the graph (tg: as the target stores it): the same
+// providers at the same or newer versions, every moved kind served, every cluster provisioned;
+// extra are problems found before (conversions that cannot be done).
+func Preflight(ctx context.Context, dst *cluster.Client, g, tg *Graph, extra ...string) error {
+	problems := append([]string(nil), extra...)
 	dstProviders, err := inventory.List(ctx, dst)
 	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
 		return fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
 	}
 	problems = append(problems, compareProviders(g.Providers, dstProviders)...)
 	seen := map[string]bool{}
-	for _, n := range g.Moved() {
+	for _, n := range tg.Moved() {
 		gvk := n.Obj.GroupVersionKind()
 		if seen[gvk.String()] {
 			continue

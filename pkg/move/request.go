@@ -35,6 +35,10 @@ type Result struct {
 	Pending []Unfinished
 	// Report of a move, backup or restore.
 	Report *Report
+	// Contracts and Conversions: a dry run towards a target cluster, what would be converted
+	// (and lost) on the way.
+	Contracts   Contracts    `json:"contracts"`
+	Conversions []Conversion `json:"conversions,omitempty"`
 	// Source and Target are the API server addresses (or directories) involved.
 	Source, Target string
 }
@@ -163,7 +167,21 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 			return res, err
 		}
 		res.Plan, res.PlanSource = g, fmt.Sprintf("%s (%s)", src.Config.Host, opts.Scope)
-		return res, nil
+		if req.Target == nil {
+			return res, nil
+		}
+		// With a target, the dry run also checks it as the move would: contracts, providers,
+		// kinds, and the conversion of every object to the target's versions.
+		dst, err := connectTarget()
+		if err != nil {
+			return res, err
+		}
+		rep := &Report{}
+		if rep.Contracts, err = checkContracts(ctx, src, dst, nil); err == nil {
+			_, err = preflight(ctx, dst, g, opts, rep)
+		}
+		res.Contracts, res.Conversions = rep.Contracts, rep.Conversions
+		return res, err
 	}
 	if req.ToDirectory != "" {
 		res.Target = req.ToDirectory

@@ -205,6 +205,21 @@ func restorableProblems(man *Manifest, g *Graph, types []TypeInfo, providers []i
 	for _, mo := range man.Objects {
 		file[string(mo.Ref.UID)] = mo.File
 	}
+	// A namespace's backup holds the ClusterClasses its Clusters use from other namespaces, with
+	// their templates (the move copies them along): they are not outside the backup.
+	shared := map[string]bool{}
+	if !scope.AllNamespaces {
+		for _, n := range g.Nodes {
+			if cns, name := classRef(n.Obj); isClusterNode(n) && n.Ref.Namespace == scope.Namespace && name != "" && cns != scope.Namespace {
+				shared[key("ClusterClass", cns, name)] = true
+			}
+		}
+		for _, n := range g.Nodes {
+			if isClusterClassNode(n) && shared[key(n.Ref.Kind, n.Ref.Namespace, n.Ref.Name)] {
+				walkTemplateRefs(n.Obj.Object["spec"], func(kind, name string) { shared[key(kind, n.Ref.Namespace, name)] = true })
+			}
+		}
+	}
 	refused := map[string]string{} // file → reason
 	var candidates []unstructured.Unstructured
 	for _, n := range g.Nodes {
@@ -218,7 +233,7 @@ func restorableProblems(man *Manifest, g *Graph, types []TypeInfo, providers []i
 			refused[file[string(n.Ref.UID)]] = fmt.Sprintf("%s %s is cluster-scoped but names namespace %s", gk, n.Obj.GetName(), ns)
 		case t.Namespaced && ns == "":
 			refused[file[string(n.Ref.UID)]] = fmt.Sprintf("%s %s names no namespace", gk, n.Obj.GetName())
-		case t.Namespaced && !scope.AllNamespaces && ns != scope.Namespace && !(gk.Group == "" && gk.Kind == "Secret" && secretNS[ns]):
+		case t.Namespaced && !scope.AllNamespaces && ns != scope.Namespace && !(gk.Group == "" && gk.Kind == "Secret" && secretNS[ns]) && !shared[key(gk.Kind, ns, n.Obj.GetName())]:
 			refused[file[string(n.Ref.UID)]] = fmt.Sprintf("%s %s is outside the backup's namespace %s", gk, objectName(n.Obj), scope.Namespace)
 		default:
 			candidates = append(candidates, *n.Obj.DeepCopy())

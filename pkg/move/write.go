@@ -22,7 +22,8 @@ import (
 type mover struct {
 	src, dst *cluster.Client
 	opts     Options
-	g        *Graph
+	g        *Graph // the objects as the source stores them (pause, delete)
+	tg       *Graph // the same objects as the target stores them (create, verify, unpause)
 	moveID   string
 
 	mu      sync.Mutex
@@ -120,7 +121,7 @@ func (m *mover) unpause(ctx context.Context, c *cluster.Client, nodes []*Node, w
 // unpauseTarget lifts the pause in the target and checks each answer against the pre-move copy.
 func (m *mover) unpauseTarget(ctx context.Context) error {
 	var todo []*Node
-	for _, n := range m.g.Moved() {
+	for _, n := range m.tg.Moved() {
 		if canPause(n) && !m.isAdopted(n) {
 			todo = append(todo, n)
 		}
@@ -214,13 +215,13 @@ func (m *mover) desired(n *Node, paused bool) (*unstructured.Unstructured, error
 // first): created when absent, updated when different from the pre-move copy, left alone when
 // equal. existing is what the target held before (one LIST per kind).
 func (m *mover) converge(ctx context.Context, existing map[string]*unstructured.Unstructured) error {
-	if err := ensureNamespaces(ctx, m.dst, m.g.Moved()); err != nil {
+	if err := ensureNamespaces(ctx, m.dst, m.tg.Moved()); err != nil {
 		return err
 	}
-	total := m.g.Count()
+	total := m.tg.Count()
 	var done atomic.Int64
-	m.opts.Log.Info("Creating objects in the target cluster", "objects", total, "levels", len(m.g.Order))
-	for _, level := range m.g.Order {
+	m.opts.Log.Info("Creating objects in the target cluster", "objects", total, "levels", len(m.tg.Order))
+	for _, level := range m.tg.Order {
 		err := m.parallel(ctx, level, func(ctx context.Context, n *Node) error {
 			if err := m.place(ctx, n, existing[objKey(n)]); err != nil {
 				return err
@@ -351,12 +352,12 @@ func (m *mover) place(ctx context.Context, n *Node, ex *unstructured.Unstructure
 // verifyTarget lists the moved kinds in the target and compares every object with the pre-move
 // copy (capctl's pause aside).
 func (m *mover) verifyTarget(ctx context.Context) ([]Difference, error) {
-	byKey, err := listMovedKinds(ctx, m.dst, m.g)
+	byKey, err := listMovedKinds(ctx, m.dst, m.tg)
 	if err != nil {
 		return nil, err
 	}
 	var diffs []Difference
-	for _, n := range m.g.Moved() {
+	for _, n := range m.tg.Moved() {
 		got := byKey[objKey(n)]
 		if got == nil {
 			diffs = append(diffs, Difference{Object: n.Ref, Problem: "missing in the target"})
