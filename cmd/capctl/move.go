@@ -36,6 +36,8 @@ type moveOptions struct {
 	parallelism      int
 	maxBackupSize    string
 	acceptLoss       bool
+	settle           time.Duration
+	noSettle         bool
 	output           output.Format
 
 	// request is the one feature call the flags make (filled by complete).
@@ -108,6 +110,8 @@ contract than the source is refused.`),
 	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
 	fl.BoolVar(&o.acceptLoss, "accept-conversion-loss", false, "Move even when converting objects to the target's API versions (a v1beta1 to v1beta2 management cluster) loses values; the dry run lists them, the journal and the report record them")
+	fl.DurationVar(&o.settle, "settle", move.DefaultSettle, "After the move, watch the moved clusters in the target this long and report Machines created or deleted, provider IDs changed, or Available lost")
+	fl.BoolVar(&o.noSettle, "no-settle", false, "Skip the check after the move (--settle)")
 	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
 	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
@@ -141,12 +145,12 @@ func (o *moveOptions) complete(f *factory) error {
 	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	req := move.Request{
 		Source:        f.ClusterOptions(),
-		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun,
+		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle,
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
-			AcceptConversionLoss: o.acceptLoss,
-			Log:                  f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
+			AcceptConversionLoss: o.acceptLoss, Settle: o.settle,
+			Log: f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
 				"create": "Creating objects in the target", "delete": "Deleting objects from the source"}),
 		},
 	}
@@ -225,6 +229,15 @@ func (o *moveOptions) finish(f *factory, rep *move.Report, runErr error, headlin
 		if rep.Verified {
 			fmt.Fprintf(w, "Verified: before anything was deleted, the target held the same %d objects as the source before the move (kinds, names, labels, annotations, finalizers, owners, spec, data).\n", rep.Objects)
 		}
+	}
+	if rep.Contracts.Jump() {
+		fmt.Fprintf(w, "Contract %s: %d objects converted to the target's versions.\n", rep.Contracts, len(rep.Conversions))
+		for _, l := range move.Lost(rep.Conversions) {
+			fmt.Fprintf(w, "  lost (accepted): %s\n", l)
+		}
+	}
+	if rep.Settle != nil {
+		move.WriteSettle(w, rep.Settle)
 	}
 	renderExcluded(w, rep.Excluded, rep.Warnings)
 	if len(rep.Differences) > 0 {

@@ -214,6 +214,15 @@ func (b *builder) addClusterV1beta1(name string, workers int, md map[string]any)
 	return n
 }
 
+// seedV1beta1 writes cluster "a" (addClusterV1beta1) into namespace ns of env and returns the
+// number of objects and the namespace's snapshot.
+func seedV1beta1(t *testing.T, env *testenv.Env, ns string, workers int, md map[string]any) (int, map[string]*unstructured.Unstructured) {
+	t.Helper()
+	env.CreateNamespaces(t, ns)
+	n := (&builder{tb: t, c: env.Client, ns: ns}).addClusterV1beta1("a", workers, md)
+	return n, snapshot(t, env.Client, ns)
+}
+
 // convertedBefore is what the target must hold after a cross-contract move: every object of
 // the source before the move, each Cluster API object converted to v1beta2 by pkg/convert (its
 // status is not moved) and owner references to Cluster API owners at v1beta2. It is computed
@@ -266,10 +275,7 @@ func TestMoveAcrossContracts(t *testing.T) {
 	old, new := contractPair(t)
 	ctx := testenv.Context(t)
 	const ns = "jump"
-	old.CreateNamespaces(t, ns)
-	b := &builder{tb: t, c: old.Client, ns: ns}
-	total := b.addClusterV1beta1("a", 2, nil)
-	before := snapshot(t, old.Client, ns)
+	total, before := seedV1beta1(t, old, ns, 2, nil)
 	want := convertedBefore(t, before)
 
 	rep, err := Move(ctx, old.Client, new.Client, Options{Scope: Scope{Namespace: ns}})
@@ -314,9 +320,7 @@ func TestMoveAcrossContractsFaultMatrix(t *testing.T) {
 				t.Parallel()
 				ctx := testenv.Context(t)
 				ns := "xfm-" + row.name + "-" + how
-				old.CreateNamespaces(t, ns)
-				total := (&builder{tb: t, c: old.Client, ns: ns}).addClusterV1beta1("a", 1, nil)
-				before := snapshot(t, old.Client, ns)
+				total, before := seedV1beta1(t, old, ns, 1, nil)
 				at := row.at
 				if at == 0 {
 					at = total / 2
@@ -345,10 +349,7 @@ func TestMoveAcrossContractsLossRefused(t *testing.T) {
 	old, new := contractPair(t)
 	ctx := testenv.Context(t)
 	const ns = "lossy"
-	old.CreateNamespaces(t, ns)
-	b := &builder{tb: t, c: old.Client, ns: ns}
-	total := b.addClusterV1beta1("a", 1, map[string]any{"progressDeadlineSeconds": int64(900)})
-	before := snapshot(t, old.Client, ns)
+	total, before := seedV1beta1(t, old, ns, 1, map[string]any{"progressDeadlineSeconds": int64(900)})
 	const lossAt = "MachineDeployment/lossy/a-md-0: spec.progressDeadlineSeconds"
 
 	res, err := Run(ctx, Request{Source: cluster.Options{Kubeconfig: old.Kubeconfig}, Target: &cluster.Options{Kubeconfig: new.Kubeconfig},
@@ -400,10 +401,7 @@ func TestBackupV1beta1RestoreV1beta2(t *testing.T) {
 	old, new := contractPair(t)
 	ctx := testenv.Context(t)
 	const ns = "jump-dir"
-	old.CreateNamespaces(t, ns)
-	b := &builder{tb: t, c: old.Client, ns: ns}
-	total := b.addClusterV1beta1("a", 1, nil)
-	before := snapshot(t, old.Client, ns)
+	total, before := seedV1beta1(t, old, ns, 1, nil)
 	dir := filepath.Join(t.TempDir(), "backup")
 	if rep, err := ToDirectory(ctx, old.Client, dir, Options{Scope: Scope{Namespace: ns}}); err != nil || rep.Written != total {
 		t.Fatalf("backup: %v (%d written of %d)", err, rep.Written, total)

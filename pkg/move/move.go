@@ -57,6 +57,9 @@ type Options struct {
 	MaxBackupSize int64
 	// PollInterval of the block-move wait (default 1 s).
 	PollInterval time.Duration
+	// Settle is how long a finished move watches the moved clusters in the target (0: not at
+	// all; `capctl move` defaults to DefaultSettle through Request).
+	Settle time.Duration
 	// AcceptConversionLoss moves even when converting to the target's versions loses values
 	// (they are listed in the report and the journal).
 	AcceptConversionLoss bool
@@ -118,6 +121,8 @@ type Report struct {
 	Differences []Difference `json:"differences,omitempty"`
 	// Contracts of the source and the target (a jump when they differ).
 	Contracts Contracts `json:"contracts"`
+	// Settle is what the check after the move saw (nil: not run).
+	Settle *SettleReport `json:"settle,omitempty"`
 	// Conversions are the objects written at another version than the source stores them.
 	Conversions    []Conversion `json:"conversions,omitempty"`
 	SourceRequests int64        `json:"sourceRequests"`
@@ -379,6 +384,14 @@ func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report,
 		return rep, err
 	}
 	opts.hook("finish", 0)
+	if opts.Settle > 0 {
+		if rep.Settle, err = m.settle(ctx, g); err != nil {
+			return rep, fmt.Errorf("the move is complete, but watching the moved clusters afterwards failed: %w", err)
+		}
+		if n := len(rep.Settle.Problems); n > 0 {
+			return rep, fmt.Errorf("%w: the move is complete, but in the %s after it the target reported %d change(s) (listed in the report): check the clusters' providers adopted what moved", ErrNotSettled, opts.Settle, n)
+		}
+	}
 	return rep, nil
 }
 
@@ -601,23 +614,36 @@ func Preflight(ctx context.Context, dst *cluster.Client, g, tg *Graph, extra ...
 
 func compareProviders(src, dst []inventory.Provider) []string {
 	var out []string
+	for i, step := range providerSteps(src, dst) {
+		switch s := src[i]; step.Action {
+		case "upgrade":
+			out = append(out, fmt.Sprintf("provider %s in the target cluster is older than in the source cluster (source: %s, target: %s): upgrade it first", s.ManifestLabel(), s.Version, step.TargetVersion))
+		case "install":
+			out = append(out, fmt.Sprintf("provider %s (%s) not found in the target cluster: install it there (capctl init)", s.ManifestLabel(), s.Version))
+		}
+	}
+	return out
+}
+
+// providerSteps compares each source provider with the target's, by provider and version: the
+// target must run each at the same or a newer version.
+func providerSteps(src, dst []inventory.Provider) []ProviderStep {
+	out := make([]ProviderStep, 0, len(src))
 	for _, s := range src {
-		found := false
+		step := ProviderStep{Provider: s.ManifestLabel(), Type: string(s.Type), SourceVersion: s.Version, Action: "install"}
 		for _, d := range dst {
 			if d.ProviderName != s.ProviderName || d.Type != s.Type {
 				continue
 			}
-			found = true
+			step.TargetVersion, step.Action = d.Version, "ok"
 			sv, err1 := versions.Parse(s.Version)
 			dv, err2 := versions.Parse(d.Version)
 			if err1 == nil && err2 == nil && dv.LessThan(sv) {
-				out = append(out, fmt.Sprintf("provider %s in the target cluster is older than in the source cluster (source: %s, target: %s): upgrade it first", s.ManifestLabel(), s.Version, d.Version))
+				step.Action = "upgrade"
 			}
 			break
 		}
-		if !found {
-			out = append(out, fmt.Sprintf("provider %s (%s) not found in the target cluster: install it there (capctl init)", s.ManifestLabel(), s.Version))
-		}
+		out = append(out, step)
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type Request struct {
 	ToDirectory   string
 	// DryRun plans and writes nothing.
 	DryRun bool
+	// NoSettle skips the check after a move (it wins over Options.Settle, which is DefaultSettle
+	// when 0).
+	NoSettle bool
 	// Options: scope (the namespace defaults to the source context's), resume, limits, logs.
 	Options
 }
@@ -73,6 +76,9 @@ func (r Request) Validate() error {
 			return fmt.Errorf("--cluster %q is not in namespace %q", c, r.Scope.Namespace)
 		}
 	}
+	if r.Settle < 0 {
+		return fmt.Errorf("--settle must not be negative (use --no-settle to skip the check)")
+	}
 	if r.Parallelism < 0 || r.Parallelism > 256 {
 		return fmt.Errorf("--parallelism must be between 1 and 256")
 	}
@@ -107,6 +113,11 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	opts := req.Options
 	opts.defaults()
+	if req.NoSettle {
+		opts.Settle = 0
+	} else if opts.Settle == 0 {
+		opts.Settle = DefaultSettle
+	}
 	if l := opts.Log.V(5); l.Enabled() {
 		logRequests := func(side string) func(string, string, int, time.Duration, error) {
 			return func(method, url string, status int, elapsed time.Duration, err error) {
