@@ -38,6 +38,7 @@ type moveOptions struct {
 	acceptLoss       bool
 	settle           time.Duration
 	noSettle         bool
+	planReplacement  bool
 	output           output.Format
 
 	// request is the one feature call the flags make (filled by complete).
@@ -82,6 +83,9 @@ contract than the source is refused.`),
   # Finish an interrupted move whose target was rebuilt empty
   capctl move --resume --restart-target --to-kubeconfig new-target.kubeconfig
 
+  # Replace this management cluster by a new one (blue/green): print the runbook
+  capctl move -n team-a --plan-replacement --to-kubeconfig new.kubeconfig
+
   # Back up every namespace, and restore into another cluster
   capctl move -A --to-directory ./backup
   capctl move --from-directory ./backup --to-kubeconfig target.kubeconfig`),
@@ -111,6 +115,7 @@ contract than the source is refused.`),
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
 	fl.BoolVar(&o.acceptLoss, "accept-conversion-loss", false, "Move even when converting objects to the target's API versions (a v1beta1 to v1beta2 management cluster) loses values; the dry run lists them, the journal and the report record them")
 	fl.DurationVar(&o.settle, "settle", move.DefaultSettle, "After the move, watch the moved clusters in the target this long and report Machines created or deleted, provider IDs changed, or Available lost")
+	fl.BoolVar(&o.planReplacement, "plan-replacement", false, "Print the runbook for replacing this management cluster by --to-kubeconfig (blue/green): providers to install there, the contract jump and conversions, what does not move, the move command and its checks; changes nothing")
 	fl.BoolVar(&o.noSettle, "no-settle", false, "Skip the check after the move (--settle)")
 	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
 	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
@@ -145,7 +150,7 @@ func (o *moveOptions) complete(f *factory) error {
 	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	req := move.Request{
 		Source:        f.ClusterOptions(),
-		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle,
+		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle, PlanReplacement: o.planReplacement,
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
@@ -169,6 +174,9 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 	res, err := move.Run(ctx, o.request)
 	if res == nil {
 		return err
+	}
+	if res.Replacement != nil {
+		return output.Render(f.IO.Out, o.output, res.Replacement, res.Replacement.WriteText)
 	}
 	if res.Plan != nil || (o.dryRun && len(res.Pending) > 0) {
 		if perr := o.renderPlan(f.IO.Out, res); perr != nil {

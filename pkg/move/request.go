@@ -21,6 +21,9 @@ type Request struct {
 	ToDirectory   string
 	// DryRun plans and writes nothing.
 	DryRun bool
+	// PlanReplacement writes the blue/green runbook for replacing the source by Target, and
+	// changes nothing.
+	PlanReplacement bool
 	// NoSettle skips the check after a move (it wins over Options.Settle, which is DefaultSettle
 	// when 0).
 	NoSettle bool
@@ -36,6 +39,8 @@ type Result struct {
 	PlanSource string
 	// Pending lists unfinished moves and backups recorded in the source (dry runs show them).
 	Pending []Unfinished
+	// Replacement is the runbook PlanReplacement asked for.
+	Replacement *Replacement
 	// Report of a move, backup or restore.
 	Report *Report
 	// Contracts and Conversions: a dry run towards a target cluster, what would be converted
@@ -49,6 +54,8 @@ type Result struct {
 // Validate checks the request before anything connects.
 func (r Request) Validate() error {
 	switch {
+	case r.PlanReplacement && (r.Target == nil || r.DryRun || r.FromDirectory != "" || r.ToDirectory != "" || r.Resume):
+		return fmt.Errorf("--plan-replacement plans the replacement of the source by the cluster of --to-kubeconfig and changes nothing: pass --to-kubeconfig, without --dry-run, --resume or a directory")
 	case r.FromDirectory != "" && r.ToDirectory != "":
 		return fmt.Errorf("--from-directory and --to-directory cannot be used together")
 	case r.ToDirectory != "" && r.Target != nil:
@@ -168,6 +175,14 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Source = src.Config.Host
+	if req.PlanReplacement {
+		dst, err := connectTarget()
+		if err != nil {
+			return nil, err
+		}
+		res.Replacement, err = PlanReplacement(ctx, src, dst, opts)
+		return res, err
+	}
 	if req.DryRun {
 		opts.Scope = opts.Scope.resolve(src)
 		if res.Pending, err = PendingMoves(ctx, src); err != nil {
