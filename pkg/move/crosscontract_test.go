@@ -381,7 +381,27 @@ func TestMoveAcrossContractsLossRefused(t *testing.T) {
 		t.Errorf("the refused move wrote to the target: %v", keys(got))
 	}
 
-	rep, err := Move(ctx, old.Client, new.Client, Options{Scope: Scope{Namespace: ns}, AcceptConversionLoss: true})
+	// While the move runs (after the verification, before the first delete) its journal lists
+	// the accepted loss.
+	var journaled []string
+	hook := func(phase string, _ int) {
+		if phase != "verify" {
+			return
+		}
+		js, err := listJournals(ctx, old.Client)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, j := range js {
+			if j.namespace == ns {
+				journaled = j.ConversionLosses
+			}
+		}
+	}
+	rep, err := Move(ctx, old.Client, new.Client, Options{Scope: Scope{Namespace: ns}, AcceptConversionLoss: true, Hook: hook})
+	if len(journaled) != 1 || !strings.HasPrefix(journaled[0], lossAt) {
+		t.Errorf("the journal lists the losses %v", journaled)
+	}
 	if err != nil {
 		t.Fatalf("move with --accept-conversion-loss: %v (differences %v)", err, rep.Differences)
 	}
