@@ -450,3 +450,25 @@ func TestBackupV1beta1RestoreV1beta2(t *testing.T) {
 		t.Errorf("paused in the target: %v", p)
 	}
 }
+
+// TestMoveAcrossContractsLossResumed kills a move that accepted a conversion loss, while it
+// creates and while it deletes: re-running it without --accept-conversion-loss finishes it (the
+// journal holds the accepted losses), and the target equals the converted pre-move state.
+func TestMoveAcrossContractsLossResumed(t *testing.T) {
+	old, new := contractPair(t)
+	t.Setenv("FAULT_ACCEPT_LOSS", "1") // the killed child accepted the loss
+	for _, phase := range []string{"create", "delete"} {
+		ctx := testenv.Context(t)
+		ns := "lossy-" + phase
+		total, before := seedV1beta1(t, old, ns, 1, map[string]any{"progressDeadlineSeconds": int64(900)})
+		faultChild(t, "move", old, new, ns, "", phase, total/2, "KILL")
+		rep, err := Move(ctx, old.Client, new.Client, Options{Scope: Scope{Namespace: ns}})
+		if err != nil {
+			t.Fatalf("re-running the move killed at %s %d, without --accept-conversion-loss: %v", phase, total/2, err)
+		}
+		if !rep.Resumed || !rep.Verified || len(Lost(rep.Conversions)) != 1 {
+			t.Errorf("%s: resumed %v verified %v losses %v", phase, rep.Resumed, rep.Verified, Lost(rep.Conversions))
+		}
+		requireMoved(t, convertedBefore(t, before), old.Client, new.Client, ns)
+	}
+}

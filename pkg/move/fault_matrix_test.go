@@ -51,7 +51,7 @@ func runFaultChild() int {
 	if v, err := strconv.Atoi(os.Getenv("FAULT_PARALLELISM")); err == nil {
 		par = v
 	}
-	opts := Options{Scope: Scope{Namespace: os.Getenv("FAULT_NS")}, Parallelism: par,
+	opts := Options{Scope: Scope{Namespace: os.Getenv("FAULT_NS")}, Parallelism: par, AcceptConversionLoss: os.Getenv("FAULT_ACCEPT_LOSS") != "",
 		Hook: func(p string, done int) {
 			if p == phase && done >= at && sent.CompareAndSwap(false, true) {
 				_ = syscall.Kill(os.Getpid(), sig)

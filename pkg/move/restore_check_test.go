@@ -229,3 +229,37 @@ func TestCraftedRestoreChangesNothing(t *testing.T) {
 		t.Fatalf("the refused restore changed the target:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// TestRestoreAcceptsSharedClassOfAnotherNamespace: a namespace's backup holds the ClusterClass
+// its Cluster uses from another namespace, with its template (a move copies them along), and
+// the restore accepts them; a class of that namespace no Cluster of the backup uses is refused.
+func TestRestoreAcceptsSharedClassOfAnotherNamespace(t *testing.T) {
+	types := append([]TypeInfo{
+		{GVK: schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"}, Namespaced: true, ForceMove: true, ForceMoveHierarchy: true},
+		{GVK: schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DockerClusterTemplate"}, Namespaced: true},
+	}, restoreTypes...)
+	cl := craftedObj("cluster.x-k8s.io/v1beta2", "Cluster", "team-a", "c1", "u1")
+	cl["spec"] = map[string]any{"topology": map[string]any{"classRef": map[string]any{"name": "shared", "namespace": "classes"}, "version": "v1.34.0"}}
+	cc := craftedObj("cluster.x-k8s.io/v1beta2", "ClusterClass", "classes", "shared", "u3")
+	cc["spec"] = map[string]any{"infrastructure": map[string]any{"templateRef": map[string]any{"apiVersion": vInfra, "kind": "DockerClusterTemplate", "name": "shared"}}}
+	files := []crafted{
+		{"Cluster_team-a_c1.yaml", cl},
+		{"Secret_team-a_c1-kubeconfig.yaml", craftedObj("v1", "Secret", "team-a", "c1-kubeconfig", "u2")},
+		{"ClusterClass_classes_shared.yaml", cc},
+		{"DockerClusterTemplate_classes_shared.yaml", craftedObj(vInfra, "DockerClusterTemplate", "classes", "shared", "u4")},
+	}
+	check := func(files []crafted) error {
+		man, g, err := ReadBackup(context.Background(), writeCrafted(t, files), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return restorableProblems(man, g, types, nil)
+	}
+	if err := check(files); err != nil {
+		t.Fatalf("the backup with the shared class was refused: %v", err)
+	}
+	other := crafted{"ClusterClass_classes_other.yaml", craftedObj("cluster.x-k8s.io/v1beta2", "ClusterClass", "classes", "other", "u5")}
+	if err := check(append(files, other)); !errors.Is(err, ErrRefusedObjects) || !strings.Contains(err.Error(), "classes/other is outside the backup's namespace team-a") {
+		t.Fatalf("a class no Cluster uses: %v", err)
+	}
+}
