@@ -37,6 +37,9 @@ func TestMoveFlagValidation(t *testing.T) {
 		{[]string{"move", "--dry-run", "--cluster", "a/b/c"}, "invalid --cluster"},
 		{[]string{"move", "--dry-run", "-o", "xml"}, "invalid output format"},
 		{[]string{"move", "--kubeconfig", "same.yaml", "--to-kubeconfig", "./same.yaml"}, "source kubeconfig"},
+		{[]string{"move", "--to-kubeconfig", "t", "--settle", "-1s"}, "--settle must not be negative"},
+		{[]string{"move", "--plan-replacement"}, "--plan-replacement"},
+		{[]string{"move", "--plan-replacement", "--to-kubeconfig", "t", "--dry-run"}, "--plan-replacement"},
 	} {
 		_, errOut, code := runCapctl(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {
@@ -109,8 +112,8 @@ func TestMoveCommand(t *testing.T) {
 		t.Fatalf("backup file: %v %v", st, err)
 	}
 
-	out, errOut, code = runCapctl(t, "move", "--kubeconfig", src.Kubeconfig, "-n", "team-a", "--to-kubeconfig", dst.Kubeconfig)
-	if code != 0 || !strings.Contains(out, "Moved 2 objects") || !strings.Contains(out, "Verified") {
+	out, errOut, code = runCapctl(t, "move", "--kubeconfig", src.Kubeconfig, "-n", "team-a", "--to-kubeconfig", dst.Kubeconfig, "--settle", "2s")
+	if code != 0 || !strings.Contains(out, "Moved 2 objects") || !strings.Contains(out, "Verified") || !strings.Contains(out, "Settled:") {
 		t.Fatalf("move: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if strings.Contains(out+errOut, "TOPSECRET") {
@@ -162,9 +165,22 @@ func TestMoveOptionsToRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := got.request
+	if r.Settle != move.DefaultSettle || r.NoSettle || r.AcceptConversionLoss || r.PlanReplacement {
+		t.Errorf("defaults: settle %s no-settle %v accept %v plan %v", r.Settle, r.NoSettle, r.AcceptConversionLoss, r.PlanReplacement)
+	}
 	if r.Target == nil || r.Target.Kubeconfig != "t.kubeconfig" || !r.Resume || !r.RestartTarget || r.Parallelism != 8 ||
 		r.Scope.Namespace != "team-a" || len(r.Scope.Clusters) != 1 || r.DryRun || r.ToDirectory != "" {
 		t.Errorf("request: %+v (target %+v)", r, r.Target)
+	}
+	cmd = newCmdMove(f, func(o *moveOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--to-kubeconfig", "t", "--no-settle", "--accept-conversion-loss"})
+	if err := cmd.Execute(); err != nil || !got.request.NoSettle || !got.request.AcceptConversionLoss {
+		t.Errorf("--no-settle --accept-conversion-loss: %v %+v", err, got.request)
+	}
+	cmd = newCmdMove(f, func(o *moveOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--to-kubeconfig", "t", "--plan-replacement", "-o", "json"})
+	if err := cmd.Execute(); err != nil || !got.request.PlanReplacement {
+		t.Errorf("--plan-replacement: %v %+v", err, got.request)
 	}
 	cmd = newCmdMove(f, func(o *moveOptions) error { return nil })
 	cmd.SetArgs([]string{"--restart-target", "--to-kubeconfig", "t"})
