@@ -472,3 +472,56 @@ func TestMoveAcrossContractsLossResumed(t *testing.T) {
 		requireMoved(t, convertedBefore(t, before), old.Client, new.Client, ns)
 	}
 }
+
+// TestMoveAcrossContractsWithSharedClass moves a v1beta1 namespace whose Cluster uses a
+// ClusterClass of another namespace (v1beta1 spec.topology.classNamespace): the class and its
+// templates are converted, created in the target in their namespace, and kept in the source.
+func TestMoveAcrossContractsWithSharedClass(t *testing.T) {
+	old, new := contractPair(t)
+	ctx := testenv.Context(t)
+	const classes, team = "xc-classes", "xc-team"
+	old.CreateNamespaces(t, classes)
+	b := &builder{tb: t, c: old.Client, ns: classes}
+	b.create(obj(vInfra1, "DockerClusterTemplate", "shared", map[string]any{"template": map[string]any{"spec": map[string]any{}}}))
+	b.create(obj(vCP1, "KubeadmControlPlaneTemplate", "shared", map[string]any{"template": map[string]any{"spec": map[string]any{"kubeadmConfigSpec": map[string]any{"format": "cloud-config"}}}}))
+	b.create(obj(vInfra1, "DockerMachineTemplate", "shared-cp", map[string]any{"template": map[string]any{"spec": map[string]any{}}}))
+	b.create(obj(vCore1, "ClusterClass", "shared", map[string]any{
+		"infrastructure": map[string]any{"ref": b.ref1(vInfra1, "DockerClusterTemplate", "shared")},
+		"controlPlane": map[string]any{
+			"ref":                   b.ref1(vCP1, "KubeadmControlPlaneTemplate", "shared"),
+			"machineInfrastructure": map[string]any{"ref": b.ref1(vInfra1, "DockerMachineTemplate", "shared-cp")},
+		},
+	}))
+	classesBefore := snapshot(t, old.Client, classes)
+	total, _ := seedV1beta1(t, old, team, 1, nil)
+	c := obj(vCore1, "Cluster", "a", nil)
+	c.SetNamespace(team)
+	if err := mergePatch(ctx, old.Client, c, map[string]any{"spec": map[string]any{"topology": map[string]any{
+		"class": "shared", "classNamespace": classes, "version": "v1.32.0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, old.Client, team)
+
+	rep, err := Move(ctx, old.Client, new.Client, Options{Scope: Scope{Namespace: team}})
+	if err != nil {
+		t.Fatalf("move: %v (differences %v)", err, rep.Differences)
+	}
+	if rep.Objects != total+4 || rep.KeptInSource != 4 || len(rep.Conversions) != rep.Objects-2 || !rep.Verified {
+		t.Errorf("report: objects %d (want %d), kept %d, conversions %d, verified %v", rep.Objects, total+4, rep.KeptInSource, len(rep.Conversions), rep.Verified)
+	}
+	requireMoved(t, convertedBefore(t, before), old.Client, new.Client, team)
+	want := convertedBefore(t, classesBefore)
+	got := snapshot(t, new.Client, classes)
+	left := snapshot(t, old.Client, classes)
+	for k, w := range want {
+		if g := got[k]; g == nil || !equality.Semantic.DeepEqual(content(w), content(g)) || g.GetAPIVersion() != w.GetAPIVersion() {
+			t.Errorf("%s: the target does not hold the converted class or template", k)
+		}
+		if l := left[k]; l == nil || !equality.Semantic.DeepEqual(content(l), content(classesBefore[k])) || len(l.GetAnnotations()) != 0 {
+			t.Errorf("%s: not kept as it was in the source", k)
+		}
+	}
+	if len(got) != 4 || len(left) != 4 {
+		t.Errorf("%s: target %v, source %v", classes, keys(got), keys(left))
+	}
+}
