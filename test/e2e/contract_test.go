@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/capctl/capctl/internal/livemgmt"
 	"github.com/capctl/capctl/internal/testenv"
 )
@@ -19,46 +21,115 @@ const (
 	v1beta1K8s     = "v1.33.0"
 )
 
-// TestV1Beta1ManagementClusterLive: a management cluster on the v1beta1 contract, as a team that
-// has not moved to v1beta2 runs it: clusterctl v1.10 installs the v1.10 providers (run by v1.10
-// managers; capctl, like clusterctl v1.14, refuses a v1beta1 core provider), and the
-// controllers bring an in-memory cluster to Available; capctl describes it and reports the
-// contract. This is the source side of a blue/green replacement.
-func TestV1Beta1ManagementClusterLive(t *testing.T) {
-	e := start(t, 1, v1beta1Version)
-	mgmt := e.clusters[0]
-	out, err := e.capctl(mgmt, "init", "--core", "cluster-api:"+v1beta1Version, "--bootstrap", "kubeadm:"+v1beta1Version,
+// TestBlueGreenAcrossContractsLive replaces a v1beta1 management cluster by a v1beta2 one, both
+// reconciling their own clusters at once:
+//   - the source runs the v1.10.10 providers, set up by clusterctl v1.10.10 (capctl, like
+//     clusterctl v1.14, refuses a v1beta1 core provider) and run by v1.10.10 managers, which
+//     bring an in-memory cluster to Available; the target runs v1.14.0, set up by capctl;
+//   - clusterctl v1.14.2 refuses the move (the reason capctl's exists);
+//   - capctl's runbook names the contract jump; its dry run lists the values v1beta2 has no
+//     place for and refuses until they are accepted;
+//   - capctl moves the cluster; while its settle check watches the target, the infrastructure is
+//     handed over (the target's CAPD takes the in-memory machines, as a real provider adopts
+//     real ones); the cluster is Available on the target with the same Machines (names and
+//     provider IDs), no Machine was created or deleted, and nothing is left in the source.
+func TestBlueGreenAcrossContractsLive(t *testing.T) {
+	e := start(t, 2, v1beta1Version, "v1.14.2")
+	src, dst := e.clusters[0], e.clusters[1]
+	ctx := context.Background()
+
+	out, err := e.capctl(src, "init", "--core", "cluster-api:"+v1beta1Version, "--bootstrap", "kubeadm:"+v1beta1Version,
 		"--control-plane", "kubeadm:"+v1beta1Version, "--infrastructure", "docker:"+v1beta1Version)
 	if err == nil || !strings.Contains(out, "v1beta1 contract") {
 		t.Errorf("capctl init of a v1beta1 core provider: want the refusal naming the contract, got %v:\n%s", err, out)
 	}
-	e.initV1Beta1(mgmt)
+	parallel(func() { e.initV1Beta1(src) }, func() { e.initAt(dst, "v1.14.0") })
 	if t.Failed() {
 		t.FailNow()
 	}
-	if got := managerVersions(t, mgmt); !allMinor(got, "v1.10.") {
-		t.Fatalf("after init at %s the managers run %v", v1beta1Version, got)
+	if got := managerVersions(t, src); !allMinor(got, "v1.10.") {
+		t.Fatalf("after init at %s the source's managers run %v", v1beta1Version, got)
 	}
-	if gvk := servedClusterGVK(mgmt); gvk.Version != "v1beta1" {
+	if gvk := servedClusterGVK(src); gvk.Version != "v1beta1" {
 		t.Fatalf("a %s management cluster serves Cluster at %s, want v1beta1", v1beta1Version, gvk.Version)
 	}
-	e.createCluster(mgmt, ns, "old-1", v1beta1K8s, 1)
-	e.waitAvailable(mgmt, ns, "old-1", 8*time.Minute)
-
-	out = e.mustCapctl(mgmt, "describe", "cluster", "old-1", "-n", ns)
-	for _, want := range []string{"Cluster " + ns + "/old-1", "MachineDeployment " + ns + "/old-1-md-0"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("describe lacks %q:\n%s", want, out)
-		}
+	e.createCluster(src, ns, "old-1", v1beta1K8s, 1)
+	e.waitAvailable(src, ns, "old-1", 8*time.Minute)
+	out = e.mustCapctl(src, "describe", "cluster", "old-1", "-n", ns)
+	if !strings.Contains(out, "Cluster "+ns+"/old-1") || !strings.Contains(out, "MachineDeployment "+ns+"/old-1-md-0") {
+		t.Errorf("describe of the v1beta1 cluster:\n%s", out)
 	}
-	out = e.mustCapctl(mgmt, "get", "providers")
+	out = e.mustCapctl(src, "get", "providers")
 	if !strings.Contains(out, "v1beta1") || !strings.Contains(out, v1beta1Version) {
 		t.Errorf("get providers does not show the v1beta1 contract and %s:\n%s", v1beta1Version, out)
+	}
+	before := machineIDs(ctx, t, src, ns)
+
+	// The reference clusterctl refuses to move from a v1beta1 management cluster.
+	ref := e.commandOf(ctx, src, testenv.Clusterctl(t), "move", "-n", ns, "--kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
+	var refOut bytes.Buffer
+	ref.Stdout, ref.Stderr = &refOut, &refOut
+	if err := ref.Run(); err == nil || !strings.Contains(refOut.String(), "v1beta2") {
+		t.Errorf("clusterctl %s move from a v1beta1 management cluster: want a refusal naming v1beta2, got %v:\n%s", testenv.ClusterctlVersion, err, refOut.String())
+	} else {
+		t.Logf("$ clusterctl %s move -n %s --to-kubeconfig <target>\n%s", testenv.ClusterctlVersion, ns, refOut.String())
+	}
+
+	// The runbook names the jump, and the values v1beta2 has no place for (fields the v1beta2 API
+	// removed: a MachineDeployment's revisionHistoryLimit, the references' uid, ...), so its move
+	// command accepts them; the dry run without that flag lists them and refuses.
+	out = e.mustCapctl(src, "move", "-n", ns, "--plan-replacement", "--to-kubeconfig", dst.Kubeconfig)
+	if !strings.Contains(out, "v1beta1 -> v1beta2") || !strings.Contains(out, "--accept-conversion-loss") {
+		t.Errorf("the runbook does not name the contract jump and the flag its move needs:\n%s", out)
+	}
+	out, err = e.capctl(src, "move", "-n", ns, "--dry-run", "--to-kubeconfig", dst.Kubeconfig)
+	if err == nil || !strings.Contains(out, "spec.revisionHistoryLimit") || !strings.Contains(out, "--accept-conversion-loss") {
+		t.Errorf("the dry run of a lossy move: want the losses listed and a refusal, got %v:\n%s", err, out)
+	}
+	out = e.mustCapctl(src, "move", "-n", ns, "--dry-run", "--accept-conversion-loss", "--to-kubeconfig", dst.Kubeconfig)
+	if !strings.Contains(out, "v1beta2") {
+		t.Errorf("the dry run lists no conversion to v1beta2:\n%s", out)
+	}
+
+	// Hand the infrastructure over as soon as the target holds the cluster unpaused, while the
+	// move's settle check (60 s, the default) watches it there.
+	handed := make(chan error, 1)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	go func() {
+		for hctx.Err() == nil {
+			if u, err := getCluster(hctx, dst, ns, "old-1"); err == nil {
+				if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); !p {
+					handed <- e.host.MoveCAPD(hctx, dst)
+					return
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		handed <- hctx.Err()
+	}()
+	out = e.mustCapctl(src, "move", "-n", ns, "--accept-conversion-loss", "--to-kubeconfig", dst.Kubeconfig)
+	if !strings.Contains(out, "Settled:") {
+		t.Errorf("the move did not report its settle check:\n%s", out)
+	}
+	if err := <-handed; err != nil {
+		t.Fatalf("handing the infrastructure over to %s: %v", dst.Name, err)
+	}
+	e.waitAvailable(dst, ns, "old-1", 5*time.Minute)
+	if gvk := servedClusterGVK(dst); gvk.Version != "v1beta2" {
+		t.Errorf("the target serves Cluster at %s, want v1beta2", gvk.Version)
+	}
+	if after := machineIDs(ctx, t, dst, ns); !equalStrings(before, after) {
+		t.Errorf("Machines (name=providerID) before the move on the v1beta1 source:\n  %s\nafter it on the v1beta2 target:\n  %s", strings.Join(before, "\n  "), strings.Join(after, "\n  "))
+	}
+	for _, k := range leftovers(t, src, ns) {
+		t.Errorf("left in the source after the move: %s", k)
 	}
 }
 
 // initV1Beta1 installs the four providers at v1beta1Version with that release's clusterctl, as
-// the management cluster's owners did, under init's CPU gate (see initAt).
+// the management cluster's owners did, under init's CPU gate (see initAt). Safe in parallel
+// goroutines: it reports with Errorf.
 func (e *e2e) initV1Beta1(c *livemgmt.Cluster) {
 	e.t.Helper()
 	bin := testenv.ClusterctlV1Beta1(e.t)
@@ -76,7 +147,8 @@ func (e *e2e) initV1Beta1(c *livemgmt.Cluster) {
 	err := cmd.Run()
 	e.t.Logf("$ clusterctl %s %s (%s)\n%s", v1beta1Version, strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), out.String())
 	if err != nil {
-		e.t.Fatalf("clusterctl %s init on %s: %v", v1beta1Version, c.Name, err)
+		e.t.Errorf("clusterctl %s init on %s: %v", v1beta1Version, c.Name, err)
+		return
 	}
 	e.waitWebhooksAnswer(c)
 }

@@ -216,11 +216,22 @@ var (
 
 // servedClusterGVK is the Cluster kind at the version the management cluster prefers: v1beta2
 // from Cluster API v1.11, v1beta1 on an older (v1beta1 contract) management cluster.
-func servedClusterGVK(c *livemgmt.Cluster) schema.GroupVersionKind {
-	if m, err := c.Client.RESTMapper().RESTMapping(clusterGVK.GroupKind()); err == nil {
-		return m.GroupVersionKind
+func servedClusterGVK(c *livemgmt.Cluster) schema.GroupVersionKind { return served(c, clusterGVK) }
+
+// served is gvk (a kind, or a kind's List) at the version c prefers for its group and kind, or
+// gvk itself when c does not serve the kind.
+func served(c *livemgmt.Cluster, gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	list := strings.HasSuffix(gvk.Kind, "List")
+	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+	m, err := c.Client.RESTMapper().RESTMapping(gk)
+	if err != nil {
+		return gvk
 	}
-	return clusterGVK
+	out := m.GroupVersionKind
+	if list {
+		out.Kind += "List"
+	}
+	return out
 }
 
 func getCluster(ctx context.Context, c *livemgmt.Cluster, ns, name string) (*unstructured.Unstructured, error) {
@@ -312,7 +323,7 @@ func (e *e2e) waitMachinesCondition(c *livemgmt.Cluster, ns, typ string, timeout
 
 func listMachines(ctx context.Context, c *livemgmt.Cluster, ns string) ([]unstructured.Unstructured, error) {
 	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	l.SetGroupVersionKind(served(c, machineGVK.GroupVersion().WithKind("MachineList")))
 	err := c.Client.List(ctx, l, client.InNamespace(ns))
 	return l.Items, err
 }

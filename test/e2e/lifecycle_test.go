@@ -245,7 +245,7 @@ func leftovers(t *testing.T, c *livemgmt.Cluster, ns string) []string {
 		{Group: "", Version: "v1", Kind: "SecretList"},
 	} {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk)
+		l.SetGroupVersionKind(served(c, gvk))
 		if err := c.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
 			t.Errorf("listing %s on the source: %v", gvk.Kind, err)
 			continue
