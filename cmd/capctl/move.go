@@ -38,6 +38,7 @@ type moveOptions struct {
 	acceptLoss       bool
 	settle           time.Duration
 	noSettle         bool
+	abandon          bool
 	planReplacement  bool
 	output           output.Format
 
@@ -117,6 +118,7 @@ contract than the source is refused.`),
 	fl.DurationVar(&o.settle, "settle", move.DefaultSettle, "After the move, watch the moved clusters in the target this long and report Machines created or deleted, provider IDs changed, or Available lost")
 	fl.BoolVar(&o.planReplacement, "plan-replacement", false, "Print the runbook for replacing this management cluster by --to-kubeconfig (blue/green): providers to install there, the contract jump and conversions, what does not move, the move command and its checks; changes nothing")
 	fl.BoolVar(&o.noSettle, "no-settle", false, "Skip the check after the move (--settle)")
+	fl.BoolVar(&o.abandon, "abandon", false, "Undo the unfinished move of -n (or an interrupted backup) instead of finishing it, before it deleted anything from the source: unpause the source and, with --to-kubeconfig, remove from the target what the move created there")
 	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
 	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
@@ -150,7 +152,7 @@ func (o *moveOptions) complete(f *factory) error {
 	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	req := move.Request{
 		Source:        f.ClusterOptions(),
-		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle, PlanReplacement: o.planReplacement,
+		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle, PlanReplacement: o.planReplacement, Abandon: o.abandon,
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
@@ -177,6 +179,9 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 	}
 	if res.Replacement != nil {
 		return output.Render(f.IO.Out, o.output, res.Replacement, res.Replacement.WriteText)
+	}
+	if res.Abandoned != nil && err == nil {
+		return output.Render(f.IO.Out, o.output, res.Abandoned, res.Abandoned.WriteText)
 	}
 	if res.Plan != nil || (o.dryRun && len(res.Pending) > 0) {
 		if perr := o.renderPlan(f.IO.Out, res); perr != nil {

@@ -40,6 +40,9 @@ func TestMoveFlagValidation(t *testing.T) {
 		{[]string{"move", "--to-kubeconfig", "t", "--settle", "-1s"}, "--settle must not be negative"},
 		{[]string{"move", "--plan-replacement"}, "--plan-replacement"},
 		{[]string{"move", "--plan-replacement", "--to-kubeconfig", "t", "--dry-run"}, "--plan-replacement"},
+		{[]string{"move", "--abandon", "--dry-run"}, "--abandon"},
+		{[]string{"move", "--abandon", "--resume", "--to-kubeconfig", "t"}, "--abandon"},
+		{[]string{"move", "--abandon", "--to-directory", "d"}, "--abandon"},
 	} {
 		_, errOut, code := runCapctl(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -132,21 +132,7 @@ func requireMoved(t *testing.T, before map[string]*unstructured.Unstructured, sr
 			t.Errorf("%s: missing in the target", k)
 			continue
 		}
-		if !equality.Semantic.DeepEqual(nilIfEmpty(b.GetLabels()), nilIfEmpty(g.GetLabels())) {
-			t.Errorf("%s: labels %v, want %v", k, g.GetLabels(), b.GetLabels())
-		}
-		if !equality.Semantic.DeepEqual(nilIfEmpty(b.GetAnnotations()), nilIfEmpty(g.GetAnnotations())) {
-			t.Errorf("%s: annotations %v, want %v", k, g.GetAnnotations(), b.GetAnnotations())
-		}
-		if fb, fg := b.GetFinalizers(), g.GetFinalizers(); !(len(fb) == 0 && len(fg) == 0) && !equality.Semantic.DeepEqual(fb, fg) {
-			t.Errorf("%s: finalizers %v, want %v", k, fg, fb)
-		}
-		if owners(b) != owners(g) {
-			t.Errorf("%s: owners %s, want %s", k, owners(g), owners(b))
-		}
-		if !equality.Semantic.DeepEqual(content(b), content(g)) {
-			t.Errorf("%s: spec/data differ", k)
-		}
+		requireSameObject(t, k, b, g)
 	}
 	for _, k := range keys(got) {
 		if before[k] == nil {
@@ -155,6 +141,27 @@ func requireMoved(t *testing.T, before map[string]*unstructured.Unstructured, sr
 		if _, ok := got[k].GetAnnotations()[DeleteForMoveAnnotation]; ok {
 			t.Errorf("%s carries %s in the target", k, DeleteForMoveAnnotation)
 		}
+	}
+}
+
+// requireSameObject checks that g is b as a move keeps it: labels, annotations, finalizers,
+// owners, spec and data.
+func requireSameObject(t *testing.T, k string, b, g *unstructured.Unstructured) {
+	t.Helper()
+	if !equality.Semantic.DeepEqual(nilIfEmpty(b.GetLabels()), nilIfEmpty(g.GetLabels())) {
+		t.Errorf("%s: labels %v, want %v", k, g.GetLabels(), b.GetLabels())
+	}
+	if !equality.Semantic.DeepEqual(nilIfEmpty(b.GetAnnotations()), nilIfEmpty(g.GetAnnotations())) {
+		t.Errorf("%s: annotations %v, want %v", k, g.GetAnnotations(), b.GetAnnotations())
+	}
+	if fb, fg := b.GetFinalizers(), g.GetFinalizers(); !(len(fb) == 0 && len(fg) == 0) && !equality.Semantic.DeepEqual(fb, fg) {
+		t.Errorf("%s: finalizers %v, want %v", k, fg, fb)
+	}
+	if owners(b) != owners(g) {
+		t.Errorf("%s: owners %s, want %s", k, owners(g), owners(b))
+	}
+	if !equality.Semantic.DeepEqual(content(b), content(g)) {
+		t.Errorf("%s: spec/data differ", k)
 	}
 }
 

@@ -84,8 +84,12 @@ func (u Unfinished) String() string {
 	if u.Phase == phaseDeleting {
 		state = "every object is in the target; the source is partly deleted"
 	}
-	return fmt.Sprintf("an unfinished move (%s, started %s, phase %s: %s) of %s to %s; finish it with `capctl move --resume --to-kubeconfig <target>`",
-		u.MoveID, u.Started.Format(time.RFC3339), u.Phase, state, u.Scope, u.Target)
+	way := "finish it with `capctl move --resume --to-kubeconfig <target>`"
+	if u.Phase != phaseDeleting {
+		way += ", or undo it with `capctl move --abandon --to-kubeconfig <target>`"
+	}
+	return fmt.Sprintf("an unfinished move (%s, started %s, phase %s: %s) of %s to %s; %s",
+		u.MoveID, u.Started.Format(time.RFC3339), u.Phase, state, u.Scope, u.Target, way)
 }
 
 func (j *journal) unfinished() Unfinished {

@@ -27,6 +27,9 @@ type Request struct {
 	// NoSettle skips the check after a move (it wins over Options.Settle, which is DefaultSettle
 	// when 0).
 	NoSettle bool
+	// Abandon undoes the unfinished move recorded for the scope instead of finishing it (Abandon);
+	// Target, when given, must be that move's target: what the move created there is removed.
+	Abandon bool
 	// Options: scope (the namespace defaults to the source context's), resume, limits, logs.
 	Options
 }
@@ -41,6 +44,8 @@ type Result struct {
 	Pending []Unfinished
 	// Replacement is the runbook PlanReplacement asked for.
 	Replacement *Replacement
+	// Abandoned is what --abandon did.
+	Abandoned *AbandonReport
 	// Report of a move, backup or restore.
 	Report *Report
 	// Contracts and Conversions: a dry run towards a target cluster, what would be converted
@@ -54,6 +59,8 @@ type Result struct {
 // Validate checks the request before anything connects.
 func (r Request) Validate() error {
 	switch {
+	case r.Abandon && (r.DryRun || r.Resume || r.RestartTarget || r.FromDirectory != "" || r.ToDirectory != "" || r.PlanReplacement):
+		return fmt.Errorf("--abandon undoes an unfinished move: it cannot be combined with --dry-run, --resume, --restart-target, --plan-replacement or a directory (pass -n, and --to-kubeconfig for the move's target)")
 	case r.PlanReplacement && (r.Target == nil || r.DryRun || r.FromDirectory != "" || r.ToDirectory != "" || r.Resume):
 		return fmt.Errorf("--plan-replacement plans the replacement of the source by the cluster of --to-kubeconfig and changes nothing: pass --to-kubeconfig, without --dry-run, --resume or a directory")
 	case r.FromDirectory != "" && r.ToDirectory != "":
@@ -64,7 +71,7 @@ func (r Request) Validate() error {
 		return fmt.Errorf("--from-directory restores the whole backup; -n, -A and --cluster do not apply")
 	case r.FromDirectory != "" && r.Target == nil && !r.DryRun:
 		return fmt.Errorf("--from-directory needs the target cluster: pass --to-kubeconfig")
-	case r.Target == nil && r.ToDirectory == "" && r.FromDirectory == "" && !r.DryRun:
+	case r.Target == nil && r.ToDirectory == "" && r.FromDirectory == "" && !r.DryRun && !r.Abandon:
 		return fmt.Errorf("please specify a target cluster using the --to-kubeconfig flag when not using --dry-run, --to-directory or --from-directory")
 	case r.DryRun && r.ToDirectory != "":
 		return fmt.Errorf("--dry-run writes nothing; it cannot be used with --to-directory")
@@ -175,6 +182,16 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Source = src.Config.Host
+	if req.Abandon {
+		var dst *cluster.Client
+		if req.Target != nil {
+			if dst, err = connectTarget(); err != nil {
+				return nil, err
+			}
+		}
+		res.Abandoned, err = Abandon(ctx, src, dst, opts)
+		return res, err
+	}
 	if req.PlanReplacement {
 		dst, err := connectTarget()
 		if err != nil {
