@@ -145,7 +145,7 @@ func runWithPlugins(ctx context.Context, args []string, io *iostreams.IOStreams,
 // isCobraUsageError recognises cobra's own argument errors, which it returns as plain errors.
 func isCobraUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "requires exactly", "invalid argument"} {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "requires exactly", "invalid argument", "none of the others can be"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

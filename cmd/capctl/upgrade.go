@@ -47,6 +47,12 @@ type UpgradePlanOptions struct {
 	Output        output.Format
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
+	// Rollout is how the saved plan will be rolled (with --kubernetes-version).
+	Rollout upgrade.Rollout
+	// Save is the plan file to write (--save).
+	Save string
+
+	maxParallel string
 }
 
 const upgradePlanLong = `
@@ -64,7 +70,13 @@ MANAGEMENT column, each management cluster's summary, and for the providers whic
 clusters run which version and contract where they differ. With --kubernetes-version the waves
 span the management clusters, as "capctl upgrade apply --kubernetes-version" with the same
 flags rolls them. Exit code 3 when a management cluster could not be read (the others are
-shown), 1 when the command failed.`
+shown), 1 when the command failed.
+
+With --save FILE, also write the plan to FILE (mode 0600) for review: the selection, every
+cluster with its management cluster, UID, versions, ClusterClass, and the metadata.generation
+and resourceVersion it was planned against, the waves, their steps, how they will be rolled
+(--max-parallel and the other rollout flags), and a SHA-256 digest of it all.
+"capctl upgrade apply --plan FILE" applies exactly that plan.`
 
 // newCmdUpgradePlan builds `capctl upgrade plan`; runF, when set, replaces running it (tests).
 func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.Command {
@@ -77,7 +89,8 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
   capctl upgrade plan --kubernetes-version v1.33.2
   capctl upgrade plan --kubernetes-version v1.33.2 -o json
   capctl upgrade plan --all-contexts
-  capctl upgrade plan --kubernetes-version v1.33.2 --contexts eu-1,us-1`),
+  capctl upgrade plan --kubernetes-version v1.33.2 --contexts eu-1,us-1
+  capctl upgrade plan --kubernetes-version v1.33.2 -l env=prod --save plan.json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.KubernetesVersion != "" {
@@ -93,6 +106,15 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
 				return err
 			}
+			if o.KubernetesVersion == "" {
+				for _, name := range append([]string{"save"}, rolloutFlagNames...) {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s saves or shapes a fleet plan: it needs --kubernetes-version", name)
+					}
+				}
+			} else if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
+				return usageError{err}
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -100,6 +122,8 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 		},
 	}
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
+	cmd.Flags().StringVar(&o.Save, "save", "", "With --kubernetes-version: also write the plan to this file (0600) for review and `upgrade apply --plan`")
+	addRolloutFlags(cmd, &o.Rollout, &o.maxParallel)
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
@@ -116,7 +140,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		if err != nil {
 			return err
 		}
-		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.KubernetesVersion, o.Selection)
+		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.fleetPlanRequest())
 		if err != nil {
 			return err
 		}
@@ -138,6 +162,11 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderProviderPlan(w, plan) })
 }
 
+// fleetPlanRequest is the one request of `upgrade plan --kubernetes-version`.
+func (o *UpgradePlanOptions) fleetPlanRequest() upgrade.FleetPlanRequest {
+	return upgrade.FleetPlanRequest{KubernetesVersion: o.KubernetesVersion, Selection: o.Selection, Rollout: o.Rollout, Save: o.Save}
+}
+
 // runUpgradePlanEach is runUpgradePlan over the management clusters of --contexts/--all-contexts.
 func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
 	members, err := o.Members(ctx, o.Contexts)
@@ -145,7 +174,7 @@ func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
 		return err
 	}
 	if o.KubernetesVersion != "" {
-		v, err := upgrade.PlanFleetEach(ctx, members, o.KubernetesVersion, o.Selection)
+		v, err := upgrade.PlanFleetEach(ctx, members, o.fleetPlanRequest())
 		if err != nil {
 			return err
 		}
@@ -302,6 +331,9 @@ func renderFleetPlanRows(w io.Writer, plan *upgrade.FleetPlan, multi bool) error
 	if n > 0 {
 		fmt.Fprintf(w, "\nVersions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", upgrade.MaxKubeletSkew)
 	}
+	if plan.SavedTo != "" {
+		fmt.Fprintf(w, "\nPlan saved to %s (%s). Review it, then apply exactly it with:\n  capctl upgrade apply --plan %s\n", plan.SavedTo, plan.Digest, plan.SavedTo)
+	}
 	return nil
 }
 
@@ -344,8 +376,10 @@ type UpgradeApplyOptions struct {
 
 	selection         upgrade.FleetSelection
 	kubernetesVersion string
+	plan              string
+	rollout           upgrade.Rollout
+	maxParallel       string
 	wave              int
-	maxParallel       int
 	timeout           time.Duration
 	core              string
 	refs              map[provider.Type]*[]string
@@ -409,7 +443,11 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 			if o.Contexts.Enabled() && o.kubernetesVersion == "" {
 				return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
 			}
-			if o.kubernetesVersion != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("max-parallel") || cmd.Flags().Changed("timeout") {
+			fleet := o.kubernetesVersion != "" || o.plan != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("timeout")
+			for _, name := range rolloutFlagNames {
+				fleet = fleet || cmd.Flags().Changed(name)
+			}
+			if fleet {
 				if err := o.completeFleet(cmd); err != nil {
 					return err
 				}
@@ -435,10 +473,15 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
+	fl.StringVar(&o.plan, "plan", "", "Apply exactly the plan saved by `upgrade plan --kubernetes-version ... --save` (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
-	fl.IntVar(&o.maxParallel, "max-parallel", 1, "With --kubernetes-version: clusters of a wave upgraded at once")
-	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version: how long one cluster may take to reach the version")
+	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
+	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
+	// A saved plan is applied exactly: nothing may select or shape it again.
+	for _, name := range append([]string{"kubernetes-version", "wave", "namespace", "all-namespaces", "selector", "contract", "core"}, rolloutFlagNames...) {
+		cmd.MarkFlagsMutuallyExclusive("plan", name)
+	}
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
@@ -447,8 +490,15 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 // completeFleet builds the fleet request of --kubernetes-version and checks it, before any
 // cluster call.
 func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
+	if o.plan != "" {
+		if err := o.checkWorkloadOnly(cmd, "--plan"); err != nil {
+			return err
+		}
+		o.Fleet = &upgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout}
+		return nil
+	}
 	if o.kubernetesVersion == "" {
-		return usageErrorf("--wave, --max-parallel and --timeout need --kubernetes-version")
+		return usageErrorf("--wave, --timeout and the rollout flags (--%s) need --kubernetes-version or --plan", strings.Join(rolloutFlagNames, ", --"))
 	}
 	v, _, err := versions.Kubernetes(o.kubernetesVersion)
 	if err != nil {
@@ -458,19 +508,11 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 	if err := checkFleetSelection(cmd, o.kubernetesVersion, o.AllNamespaces); err != nil {
 		return err
 	}
-	if o.Request.Contract != "" || o.core != "" || cmd.Flags().Changed("wait-providers") {
-		return usageErrorf("--kubernetes-version upgrades the workload clusters: it cannot be combined with --contract, provider flags or --wait-providers")
+	if err := o.checkWorkloadOnly(cmd, "--kubernetes-version"); err != nil {
+		return err
 	}
-	for _, t := range provider.Types[1:] {
-		if len(*o.refs[t]) > 0 {
-			return usageErrorf("--kubernetes-version cannot be combined with %s", t.Flag())
-		}
-	}
-	if o.maxParallel < 1 {
-		return usageErrorf("--max-parallel must be at least 1")
-	}
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout must be positive, like 20m")
+	if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
+		return usageError{err}
 	}
 	sel := o.selection
 	if cmd.Flags().Changed("wave") {
@@ -478,8 +520,38 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 		sel.Wave = &w
 	}
 	o.Fleet = &upgrade.FleetApplyRequest{
-		KubernetesVersion: o.kubernetesVersion, Selection: sel, MaxParallel: o.maxParallel,
+		KubernetesVersion: o.kubernetesVersion, Selection: sel, Rollout: o.rollout,
 		DryRun: o.DryRun, Timeout: o.timeout,
+	}
+	return nil
+}
+
+// rolloutFlagNames are the flags that say how a fleet's waves are rolled: given to
+// `upgrade apply --kubernetes-version`, or to `upgrade plan --save` that saves them for --plan.
+var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures"}
+
+// addRolloutFlags adds the rollout flags, parsed into r (checked in pkg/upgrade); --max-parallel
+// goes to maxParallel, for Rollout.SetMaxParallel.
+func addRolloutFlags(cmd *cobra.Command, r *upgrade.Rollout, maxParallel *string) {
+	fl := cmd.Flags()
+	fl.StringVar(maxParallel, "max-parallel", "1", "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
+	fl.IntVar(&r.Canary, "canary", 0, "With --kubernetes-version: make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
+	fl.IntVar(&r.MaxFailures, "max-failures", 0, "With --kubernetes-version: how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
+}
+
+// checkWorkloadOnly refuses, with the fleet flag (--kubernetes-version or --plan), the flags of
+// a provider upgrade, and a --timeout that is not positive.
+func (o *UpgradeApplyOptions) checkWorkloadOnly(cmd *cobra.Command, flag string) error {
+	if o.Request.Contract != "" || o.core != "" || cmd.Flags().Changed("wait-providers") {
+		return usageErrorf("%s upgrades the workload clusters: it cannot be combined with --contract, provider flags or --wait-providers", flag)
+	}
+	for _, t := range provider.Types[1:] {
+		if len(*o.refs[t]) > 0 {
+			return usageErrorf("%s cannot be combined with %s", flag, t.Flag())
+		}
+	}
+	if o.timeout <= 0 {
+		return usageErrorf("--timeout must be positive, like 20m")
 	}
 	return nil
 }
@@ -650,6 +722,11 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err e
 	switch {
 	case errors.Is(err, upgrade.ErrFleetInterrupted):
 		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
+	case errors.Is(err, upgrade.ErrFleetStopped) && rep.Stop != nil:
+		s := rep.Stop
+		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.Before, s.Gate, s.Reason)
+	case errors.Is(err, upgrade.ErrFleetFailed):
+		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and run the same command again to finish them", err, len(rep.Failures))
 	case errors.Is(err, upgrade.ErrFleetStopped):
 		f := rep.Failure
 		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Ref(), f.Step, f.Reason)
@@ -730,6 +807,14 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		}
 		fmt.Fprintf(w, "Wave %s: %.1fs\n", wv.Wave, wv.Seconds)
 	}
+	if rep.Failure == nil || len(rep.Failures) > 1 {
+		for i, f := range rep.Failures {
+			if i == 0 {
+				fmt.Fprintln(w, "\nFailed clusters:")
+			}
+			fmt.Fprintf(w, "  - %s, step %s: %s\n", f.Ref(), f.Step, f.Reason)
+		}
+	}
 	if f := rep.Failure; f != nil {
 		fmt.Fprintf(w, "\nStopped at cluster %s, step %s: %s\n", f.Ref(), f.Step, f.Reason)
 		if len(f.Pending) > 0 {
@@ -747,6 +832,12 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 			for _, l := range f.Describe {
 				fmt.Fprintln(w, l)
 			}
+		}
+	}
+	if s := rep.Stop; s != nil {
+		fmt.Fprintf(w, "\nStopped %s (%s): %s\n", s.Before, s.Gate, s.Reason)
+		for _, d := range s.Details {
+			fmt.Fprintf(w, "  - %s\n", d)
 		}
 	}
 	if rep.DryRun {

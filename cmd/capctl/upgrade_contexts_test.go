@@ -26,7 +26,7 @@ func TestUpgradeContextsFlagsToOptions(t *testing.T) {
 	}
 	o, err := parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--contexts", "a,b,c", "--wave", "1", "--max-parallel", "2", "-l", "env=prod")
 	if err != nil || strings.Join(o.Contexts.Contexts, ",") != "a,b,c" || o.Fleet == nil || o.Fleet.KubernetesVersion != "v1.35.1" ||
-		*o.Fleet.Selection.Wave != 1 || o.Fleet.MaxParallel != 2 || o.Fleet.Selection.Selector != "env=prod" {
+		*o.Fleet.Selection.Wave != 1 || o.Fleet.Rollout.MaxParallel != 2 || o.Fleet.Selection.Selector != "env=prod" {
 		t.Errorf("apply --contexts: %+v %v", o, err)
 	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--all-contexts", "-A")

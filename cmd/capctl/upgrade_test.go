@@ -222,13 +222,28 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := o.Fleet
-	if f == nil || f.KubernetesVersion != "v1.35.1" || f.Selection.Wave == nil || *f.Selection.Wave != 2 || f.MaxParallel != 3 ||
+	if f == nil || f.KubernetesVersion != "v1.35.1" || f.Selection.Wave == nil || *f.Selection.Wave != 2 || f.Rollout.MaxParallel != 3 ||
 		f.Timeout != 90*time.Second || f.Selection.Namespace != "prod" || f.Selection.Selector != "env=prod" || !f.DryRun || o.Output != output.JSON {
 		t.Errorf("fleet request %+v (options %+v)", f, o)
 	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1")
-	if err != nil || o.Fleet.Selection.Wave != nil || o.Fleet.MaxParallel != 1 || o.Fleet.Timeout != 30*time.Minute {
+	if err != nil || o.Fleet.Selection.Wave != nil || o.Fleet.Rollout.MaxParallel != 1 || o.Fleet.Timeout != 30*time.Minute {
 		t.Errorf("defaults: %+v %v", o.Fleet, err)
+	}
+	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--max-parallel", "25%", "--canary", "2", "--max-failures", "3")
+	if err != nil || o.Fleet.Rollout != (upgrade.Rollout{MaxParallelPercent: 25, Canary: 2, MaxFailures: 3}) {
+		t.Errorf("rollout flags: %+v %v", o.Fleet, err)
+	}
+	o, err = parseOptions(t, newCmdUpgradeApply, "--plan", "p.json", "--timeout", "5m", "--dry-run")
+	if err != nil || o.Fleet.Plan != "p.json" || o.Fleet.KubernetesVersion != "" || o.Fleet.Timeout != 5*time.Minute || !o.Fleet.DryRun {
+		t.Errorf("--plan: %+v %v", o.Fleet, err)
+	}
+	if _, err := parseOptions(t, newCmdUpgradePlan, "--save", "p.json"); err == nil {
+		t.Error("--save without --kubernetes-version accepted")
+	}
+	sp, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "--save", "p.json", "--canary", "1", "--max-parallel", "10%")
+	if err != nil || sp.fleetPlanRequest().Save != "p.json" || sp.Rollout != (upgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {
+		t.Errorf("plan --save: %+v %v", sp, err)
 	}
 	p, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "-n", "prod", "-l", "tier=gold")
 	if err != nil || p.Selection.Namespace != "prod" || p.Selection.Selector != "tier=gold" {
@@ -243,6 +258,16 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		{"--kubernetes-version", "v1.35.1", "-n", "a", "-A"},
 		{"--wave", "1"},
 		{"--contract", "v1beta2", "-n", "prod"},
+		{"--plan", "p.json", "--kubernetes-version", "v1.35.1"},
+		{"--plan", "p.json", "-n", "prod"},
+		{"--plan", "p.json", "-l", "a=b"},
+		{"--plan", "p.json", "--wave", "1"},
+		{"--plan", "p.json", "--canary", "1"},
+		{"--plan", "p.json", "--max-parallel", "2"},
+		{"--plan", "p.json", "--contract", "v1beta2"},
+		{"--kubernetes-version", "v1.35.1", "--max-parallel", "0%"},
+		{"--kubernetes-version", "v1.35.1", "--max-parallel", "150%"},
+		{"--canary", "1"},
 	} {
 		if _, err := parseOptions(t, newCmdUpgradeApply, args...); err == nil {
 			t.Errorf("%v accepted", args)

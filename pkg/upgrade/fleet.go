@@ -44,17 +44,37 @@ type FleetPlan struct {
 	Waves []FleetWave `json:"waves"`
 	// Unplannable clusters, with why.
 	Unplannable []UnplannableCluster `json:"unplannable"`
+	// Digest and SavedTo are set when the plan was saved (--save): the plan file's digest and
+	// path.
+	Digest  string `json:"digest,omitempty"`
+	SavedTo string `json:"savedTo,omitempty"`
+}
+
+// FleetPlanRequest is `capctl upgrade plan --kubernetes-version`: one request, one call.
+type FleetPlanRequest struct {
+	KubernetesVersion string
+	Selection         FleetSelection
+	// Rollout is how `apply --plan` will roll the waves; it shapes the waves (--canary) and is
+	// saved with the plan.
+	Rollout Rollout
+	// Save, when set, writes the plan to this file (mode 0600) for `upgrade apply --plan`.
+	Save string
 }
 
 // FleetWave is the clusters sharing one upgrade-wave label value.
 type FleetWave struct {
 	// Wave is the label value; nil for clusters without the label (they come last).
-	Wave     *int             `json:"wave"`
+	Wave *int `json:"wave"`
+	// Canary is set on the first wave --canary makes.
+	Canary   bool             `json:"canary,omitempty"`
 	Clusters []ClusterUpgrade `json:"clusters"`
 }
 
-// Name is how the wave is shown: its number, or "-" for clusters without the label.
+// Name is how the wave is shown: its number, "canary", or "-" for clusters without the label.
 func (w FleetWave) Name() string {
+	if w.Canary {
+		return CanaryWave
+	}
 	if w.Wave == nil {
 		return "-"
 	}
@@ -76,6 +96,11 @@ type ClusterUpgrade struct {
 	WorkersVersion string        `json:"workersVersion"`
 	UpToDate       bool          `json:"upToDate"`
 	Steps          []UpgradeStep `json:"steps"`
+	// UID, Generation and ResourceVersion are the Cluster's as the plan read it: what a saved
+	// plan is compared with before it is applied (see PlanFile).
+	UID             string `json:"uid,omitempty"`
+	Generation      int64  `json:"generation,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // UpgradeStep is one version change of the control plane or of the workers.
@@ -124,19 +149,59 @@ type ClusterInfo struct {
 	VersionProblem string
 	// WorkerVersions are the versions of the cluster's MachineDeployments and MachinePools.
 	WorkerVersions []string
+	// UID, Generation (metadata.generation: it changes with the spec) and ResourceVersion of
+	// the Cluster as read.
+	UID             string
+	Generation      int64
+	ResourceVersion string
 }
 
 // PlanFleet reads the Clusters of the management cluster that sel picks (namespace and label
 // selector; the apply uses the same selection) and plans their upgrade to target.
-func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, target string, sel FleetSelection) (*FleetPlan, error) {
-	if _, _, err := versions.Kubernetes(target); err != nil {
+func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req FleetPlanRequest) (*FleetPlan, error) {
+	if err := req.check(); err != nil {
 		return nil, err
 	}
-	infos, err := readSelected(ctx, c, mapper, "", sel)
+	infos, err := readSelected(ctx, c, mapper, "", req.Selection)
 	if err != nil {
 		return nil, err
 	}
-	return BuildFleetPlan(infos, target)
+	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	if req.Save != "" {
+		if err := savePlanFile(req.Save, plan, req.Selection, nil, req.Rollout); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
+}
+
+// check validates the request before any read.
+func (req *FleetPlanRequest) check() error {
+	v, _, err := versions.Kubernetes(req.KubernetesVersion)
+	if err != nil {
+		return err
+	}
+	req.KubernetesVersion = v
+	if req.Selection.Wave != nil && req.Save != "" {
+		return fmt.Errorf("a saved plan covers every wave of the selection: --save cannot be combined with --wave")
+	}
+	if _, err := SelectFleet(nil, req.Selection); err != nil { // a bad selector fails before any read
+		return err
+	}
+	return req.Rollout.check()
+}
+
+// planWaves is the plan of infos to target, its waves shaped by the rollout (--canary): what the
+// plan shows and saves, and what the apply rolls.
+func planWaves(infos []ClusterInfo, target string, r Rollout) (*FleetPlan, error) {
+	plan, err := BuildFleetPlan(infos, target)
+	if err != nil {
+		return nil, err
+	}
+	return plan, r.shape(plan)
 }
 
 // readSelected reads one management cluster's fleet and keeps what sel picks, each cluster
@@ -226,7 +291,8 @@ func ReadFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper) ([]
 	out := make([]ClusterInfo, 0, len(clusters))
 	for i := range clusters {
 		cl := &clusters[i]
-		info := ClusterInfo{Namespace: cl.GetNamespace(), Name: cl.GetName(), Labels: cl.GetLabels()}
+		info := ClusterInfo{Namespace: cl.GetNamespace(), Name: cl.GetName(), Labels: cl.GetLabels(),
+			UID: string(cl.GetUID()), Generation: cl.GetGeneration(), ResourceVersion: cl.GetResourceVersion()}
 		info.WorkerVersions = workers[info.Namespace+"/"+info.Name]
 		if topo, ok, _ := unstructured.NestedMap(cl.Object, "spec", "topology"); ok && topo != nil {
 			name, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
@@ -386,7 +452,8 @@ func parseClusterVersion(v string) (*semver.Version, error) {
 
 // planCluster returns the cluster's plan, or why it cannot be planned.
 func planCluster(info ClusterInfo, target *semver.Version) (ClusterUpgrade, string) {
-	cu := ClusterUpgrade{ManagementCluster: info.ManagementCluster, Namespace: info.Namespace, Name: info.Name, ClusterClass: info.ClusterClass, ControlPlaneVersion: info.ControlPlaneVersion}
+	cu := ClusterUpgrade{ManagementCluster: info.ManagementCluster, Namespace: info.Namespace, Name: info.Name, ClusterClass: info.ClusterClass, ControlPlaneVersion: info.ControlPlaneVersion,
+		UID: info.UID, Generation: info.Generation, ResourceVersion: info.ResourceVersion}
 	if info.VersionProblem != "" {
 		return cu, info.VersionProblem
 	}

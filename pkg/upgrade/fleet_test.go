@@ -110,12 +110,12 @@ func TestPlanFleetOnAPIServer(t *testing.T) {
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 
-	plan, err := PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2", FleetSelection{})
+	plan, err := PlanFleet(ctx, env.Client, env.Client.Mapper, FleetPlanRequest{KubernetesVersion: "v1.33.2"})
 	if err != nil || len(plan.Waves) != 0 || len(plan.Unplannable) != 0 {
 		t.Fatalf("empty fleet: %+v, %v", plan, err)
 	}
 	testenv.CreateFromFile(t, env.Client, "testdata/fleet.yaml")
-	plan, err = PlanFleet(ctx, env.Client, env.Client.Mapper, "v1.33.2", FleetSelection{})
+	plan, err = PlanFleet(ctx, env.Client, env.Client.Mapper, FleetPlanRequest{KubernetesVersion: "v1.33.2"})
 	if err != nil {
 		t.Fatal(err)
 	}

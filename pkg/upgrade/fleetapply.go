@@ -40,8 +40,13 @@ type FleetSelection struct {
 type FleetApplyRequest struct {
 	KubernetesVersion string
 	Selection         FleetSelection
-	// MaxParallel is how many clusters of a wave are upgraded at once (default 1).
-	MaxParallel int
+	// Plan, when set, is the path of a saved plan (`upgrade plan --save`) to apply exactly: it
+	// gives the version, the selection and the rollout (KubernetesVersion, Selection and
+	// Rollout must be empty then). Before the first patch and before each wave the plan is
+	// compared with the clusters, and any difference refuses (DriftError) or stops the run.
+	Plan string
+	// Rollout is how the waves are rolled.
+	Rollout Rollout
 	// DryRun sends the first patch of every cluster as a server-side dry run and changes nothing.
 	DryRun bool
 	// Timeout bounds the whole upgrade of one cluster (default 30 minutes).
@@ -69,6 +74,14 @@ type FleetApplyReport struct {
 	DryRun            bool               `json:"dryRun,omitempty"`
 	Waves             []FleetWaveReport  `json:"waves"`
 	Failure           *FleetApplyFailure `json:"failure,omitempty"`
+	// Failures are every cluster that failed, in order; with --max-failures K the run goes on
+	// past K of them (Failure is then the one that stopped it, or nil).
+	Failures []FleetApplyFailure `json:"failures,omitempty"`
+	// Stop is why the run stopped between waves (the plan no longer matched the clusters, a
+	// gate); the clusters were left as they were.
+	Stop *FleetStop `json:"stop,omitempty"`
+	// PlanDigest is the digest of the plan file applied (--plan).
+	PlanDigest string `json:"planDigest,omitempty"`
 	// Preflight is what was checked before the first write.
 	Preflight *FleetPreflight `json:"preflight,omitempty"`
 	// Interrupted is set when the user stopped the run; re-running the same command continues.
@@ -122,8 +135,24 @@ type FleetApplyFailure struct {
 	Describe []string `json:"describe,omitempty"`
 }
 
+// FleetStop is why a rollout stopped between waves. Nothing is undone: the clusters stay as
+// they are, and re-running the same command continues from their state.
+type FleetStop struct {
+	// Before is the wave that did not start ("wave 2"), or "after wave 3".
+	Before string `json:"before"`
+	// Gate is what stopped it: "plan", "soak", "gate-command", "window".
+	Gate   string `json:"gate"`
+	Reason string `json:"reason"`
+	// Details are every drift, the finding's evidence, the gate's output.
+	Details []string `json:"details,omitempty"`
+}
+
 // ErrFleetStopped is returned (with the report) when a cluster failed or timed out.
 var ErrFleetStopped = errors.New("the fleet upgrade stopped")
+
+// ErrFleetFailed is returned (with the report) when the run went through every wave but some
+// clusters failed (no more than --max-failures).
+var ErrFleetFailed = errors.New("the fleet upgrade finished with failed clusters")
 
 // ErrFleetInterrupted is returned (with the report) when the context was cancelled (Ctrl-C).
 var ErrFleetInterrupted = errors.New("the fleet upgrade was interrupted")
@@ -157,12 +186,25 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 // write. With one member named "" it is ApplyFleet.
 func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyRequest) (*FleetApplyReport, error) {
 	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
+	var pf *PlanFile
+	var edited string
+	if req.Plan != "" {
+		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
+			return nil, fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
+		}
+		var err error
+		if pf, edited, err = loadPlanFile(ctx, req.Plan); err != nil {
+			return nil, err
+		}
+		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
+	}
 	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
 		req.KubernetesVersion = v
 	}
-	if req.MaxParallel <= 0 {
-		req.MaxParallel = 1
+	if err := req.Rollout.check(); err != nil {
+		return nil, err
 	}
+
 	if req.Timeout <= 0 {
 		req.Timeout = 30 * time.Minute
 	}
@@ -176,11 +218,29 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	if err != nil {
 		return nil, err
 	}
-	plan, infos, pf, err := preflightFleet(ctx, members, clients, req)
+	if pf != nil {
+		// Before the first patch: every difference between the plan and the clusters refuses.
+		drifts := managementDrift(pf, members)
+		if edited != "" {
+			drifts = append([]string{edited}, drifts...)
+		}
+		more, err := fleetDrift(ctx, members, pf, req, 0)
+		if err != nil {
+			return nil, err
+		}
+		drifts = append(drifts, more...)
+		if len(drifts) > 0 {
+			return nil, &DriftError{Path: req.Plan, Before: "before the first patch", Drifts: drifts}
+		}
+	}
+	plan, infos, preflight, err := preflightFleet(ctx, members, clients, req)
 	if err != nil {
 		return nil, err
 	}
-	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: pf}
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
+	if pf != nil {
+		report.PlanDigest = pf.Digest
+	}
 	for _, w := range plan.Waves {
 		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
 		for i, cu := range w.Clusters {
@@ -188,9 +248,28 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		}
 	}
 	a := &fleetApplier{clients: clients, req: req, infos: infos}
+	if len(plan.Waves) > 0 && plan.Waves[0].Canary {
+		var refs []string
+		for _, cu := range plan.Waves[0].Clusters {
+			refs = append(refs, cu.Ref())
+		}
+		req.Progress("Canary: %s (the first %d of the selection by management cluster, namespace and name)", strings.Join(refs, ", "), len(refs))
+	}
 	for wi, w := range plan.Waves {
 		wr := &report.Waves[wi]
-		req.Progress("Wave %s: %d cluster(s)", w.Name(), len(w.Clusters))
+		if pf != nil && wi > 0 {
+			// Before each later wave: its clusters and those after must still be as planned.
+			drifts, err := fleetDrift(ctx, members, pf, req, wi)
+			if err != nil {
+				drifts = []string{"the clusters could not be read to compare them with the plan: " + err.Error()}
+			}
+			if len(drifts) > 0 {
+				report.Stop = &FleetStop{Before: "wave " + w.Name(), Gate: "plan", Reason: fmt.Sprintf("the plan %s no longer matches the clusters", req.Plan), Details: drifts}
+				req.Progress("Wave %s: not started, the plan no longer matches the clusters", w.Name())
+				break
+			}
+		}
+		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), req.Rollout.parallel(len(w.Clusters)))
 		start := time.Now()
 		stopped := a.runWave(ctx, w, wr, report)
 		wr.Seconds = since(start)
@@ -204,10 +283,25 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	switch {
 	case report.Interrupted:
 		return report, ErrFleetInterrupted
-	case report.Failure != nil:
+	case report.Failure != nil, report.Stop != nil:
 		return report, ErrFleetStopped
+	case len(report.Failures) > 0:
+		return report, ErrFleetFailed
 	}
 	return report, nil
+}
+
+// fleetDrift reads the selection again and compares it with the saved plan from wave index from.
+func fleetDrift(ctx context.Context, members []FleetMember, pf *PlanFile, req FleetApplyRequest, from int) ([]string, error) {
+	infos, err := ReadFleets(ctx, members, req.Selection)
+	if err != nil {
+		return nil, err
+	}
+	live, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	return planDrift(pf, live, infos, from), nil
 }
 
 func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) / 1000 }
@@ -224,7 +318,7 @@ func preflightFleet(ctx context.Context, members []FleetMember, clients map[stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	plan, err := BuildFleetPlan(infos, req.KubernetesVersion)
+	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -328,11 +422,12 @@ type fleetApplier struct {
 	mu      sync.Mutex
 }
 
-// runWave upgrades a wave's clusters, at most MaxParallel at once; the first failure stops the
-// wave (clusters not started stay untouched) and it returns true when the fleet must stop.
+// runWave upgrades a wave's clusters, at most Rollout.parallel at once; the failure that makes
+// the run's failures exceed MaxFailures stops the wave (clusters not started stay untouched) and
+// it returns true when the fleet must stop.
 func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveReport, report *FleetApplyReport) bool {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(a.req.MaxParallel)
+	g.SetLimit(a.req.Rollout.parallel(len(w.Clusters)))
 	for i := range w.Clusters {
 		cu := w.Clusters[i]
 		cr := &wr.Clusters[i]
@@ -346,15 +441,23 @@ func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveRe
 			start := time.Now()
 			fail := a.runCluster(ctx, gctx, cu, cr)
 			cr.Seconds = since(start)
-			if fail != nil {
-				a.mu.Lock()
-				if report.Failure == nil && cr.Result == ResultFailed {
-					report.Failure = fail
-				}
-				a.mu.Unlock()
+			if fail == nil {
+				return nil
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if cr.Result != ResultFailed {
 				return errors.New(fail.Reason)
 			}
-			return nil
+			report.Failures = append(report.Failures, *fail)
+			if len(report.Failures) <= a.req.Rollout.MaxFailures {
+				a.req.Progress("  %s: failure %d of the %d --max-failures allows, the rollout goes on", cu.Ref(), len(report.Failures), a.req.Rollout.MaxFailures)
+				return nil
+			}
+			if report.Failure == nil {
+				report.Failure = fail
+			}
+			return errors.New(fail.Reason)
 		})
 	}
 	_ = g.Wait()

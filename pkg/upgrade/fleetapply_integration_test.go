@@ -273,7 +273,7 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 	si.setStuck("intr/i", true)
 
 	req := func(ns string) FleetApplyRequest {
-		return FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, MaxParallel: 2, Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond}
+		return FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{MaxParallel: 2}, Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond}
 	}
 
 	t.Run("preflight refuses every unplannable cluster and changes nothing", func(t *testing.T) {

@@ -3,13 +3,13 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/multicluster"
-	"github.com/capctl/capctl/pkg/versions"
 )
 
 // FleetMember is one management cluster of a fleet operation.
@@ -79,13 +79,11 @@ type FleetPlanView struct {
 // PlanFleetEach reads every management cluster's clusters (bounded, each after its contract
 // check) and plans them together with BuildFleetPlan, the planner the apply uses. A management
 // cluster that cannot be read is reported in its summary; the others are planned.
-func PlanFleetEach(ctx context.Context, members []multicluster.Member, target string, sel FleetSelection) (*FleetPlanView, error) {
-	if _, _, err := versions.Kubernetes(target); err != nil {
+func PlanFleetEach(ctx context.Context, members []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
+	if err := req.check(); err != nil {
 		return nil, err
 	}
-	if _, err := SelectFleet(nil, sel); err != nil { // a bad selector fails before any read
-		return nil, err
-	}
+	sel := req.Selection
 	results := multicluster.Each(ctx, members, nil, func(ctx context.Context, c *cluster.Client) ([]ClusterInfo, error) {
 		return readSelected(ctx, c, c.Mapper, c.ContextName, sel)
 	})
@@ -97,9 +95,24 @@ func PlanFleetEach(ctx context.Context, members []multicluster.Member, target st
 			infos = append(infos, in)
 		}
 	}
-	plan, err := BuildFleetPlan(infos, target)
+	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
 	if err != nil {
 		return nil, err
+	}
+	if req.Save != "" {
+		var names, unread []string
+		for _, r := range results {
+			names = append(names, r.Name)
+			if !r.Read() {
+				unread = append(unread, fmt.Sprintf("%s (%s)", r.Name, r.Error))
+			}
+		}
+		if len(unread) > 0 {
+			return nil, fmt.Errorf("the plan was not saved: management cluster(s) %s could not be read, and a saved plan must cover every one", strings.Join(unread, ", "))
+		}
+		if err := savePlanFile(req.Save, plan, sel, names, req.Rollout); err != nil {
+			return nil, err
+		}
 	}
 	v := &FleetPlanView{FleetPlan: *plan}
 	index := map[string]*multicluster.ManagementCluster{}

@@ -94,7 +94,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		return ms
 	}
 	members := open()
-	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", MaxParallel: 3, Timeout: 30 * time.Second, PollInterval: 100 * time.Millisecond}
+	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Rollout: Rollout{MaxParallel: 3}, Timeout: 30 * time.Second, PollInterval: 100 * time.Millisecond}
 	wantRows := []string{
 		"1: prod/w1 on mgmt-1", "1: prod/w1 on mgmt-2", "1: prod/w1 on mgmt-3",
 		"2: prod/w2 on mgmt-1", "2: prod/w2 on mgmt-2", "2: prod/w2 on mgmt-3",
@@ -102,7 +102,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 
 	t.Run("the plan shows the waves the apply follows", func(t *testing.T) {
 		before := fleetGenerations(t, names, envs, "prod")
-		plan, err := PlanFleetEach(ctx, members, "v1.35.0", FleetSelection{Namespace: "prod"})
+		plan, err := PlanFleetEach(ctx, members, FleetPlanRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "prod"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		before := fleetGenerations(t, names[:2], envs[:2], "prod")
 		envs[2].Stop()
 		ms := open()
-		_, err := ApplyFleetEach(ctx, ms, FleetApplyRequest{KubernetesVersion: "v1.36.0", MaxParallel: 3, Timeout: 5 * time.Second, PollInterval: 100 * time.Millisecond})
+		_, err := ApplyFleetEach(ctx, ms, FleetApplyRequest{KubernetesVersion: "v1.36.0", Rollout: Rollout{MaxParallel: 3}, Timeout: 5 * time.Second, PollInterval: 100 * time.Millisecond})
 		var pe *PreflightError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "management cluster mgmt-3 cannot be used: management cluster unreachable") {
 			t.Fatalf("err = %v, want a refusal naming mgmt-3", err)
@@ -245,7 +245,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		if after := fleetGenerations(t, names[:2], envs[:2], "prod"); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("a refused apply changed objects: %v -> %v", before, after)
 		}
-		plan, err := PlanFleetEach(ctx, ms, "v1.36.0", FleetSelection{})
+		plan, err := PlanFleetEach(ctx, ms, FleetPlanRequest{KubernetesVersion: "v1.36.0", Selection: FleetSelection{}})
 		if err != nil {
 			t.Fatal(err)
 		}
