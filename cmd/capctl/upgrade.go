@@ -379,6 +379,7 @@ type UpgradeApplyOptions struct {
 	plan              string
 	rollout           upgrade.Rollout
 	maxParallel       string
+	noWait            bool
 	wave              int
 	timeout           time.Duration
 	core              string
@@ -443,7 +444,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 			if o.Contexts.Enabled() && o.kubernetesVersion == "" {
 				return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
 			}
-			fleet := o.kubernetesVersion != "" || o.plan != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("timeout")
+			fleet := o.kubernetesVersion != "" || o.plan != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("timeout") || o.noWait
 			for _, name := range rolloutFlagNames {
 				fleet = fleet || cmd.Flags().Changed(name)
 			}
@@ -476,6 +477,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.StringVar(&o.plan, "plan", "", "Apply exactly the plan saved by `upgrade plan --kubernetes-version ... --save` (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
 	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
+	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
 	// A saved plan is applied exactly: nothing may select or shape it again.
@@ -494,7 +496,7 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 		if err := o.checkWorkloadOnly(cmd, "--plan"); err != nil {
 			return err
 		}
-		o.Fleet = &upgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout}
+		o.Fleet = &upgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
 		return nil
 	}
 	if o.kubernetesVersion == "" {
@@ -521,14 +523,14 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 	}
 	o.Fleet = &upgrade.FleetApplyRequest{
 		KubernetesVersion: o.kubernetesVersion, Selection: sel, Rollout: o.rollout,
-		DryRun: o.DryRun, Timeout: o.timeout,
+		DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait,
 	}
 	return nil
 }
 
 // rolloutFlagNames are the flags that say how a fleet's waves are rolled: given to
 // `upgrade apply --kubernetes-version`, or to `upgrade plan --save` that saves them for --plan.
-var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures"}
+var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures", "soak", "gate-command", "window"}
 
 // addRolloutFlags adds the rollout flags, parsed into r (checked in pkg/upgrade); --max-parallel
 // goes to maxParallel, for Rollout.SetMaxParallel.
@@ -537,6 +539,9 @@ func addRolloutFlags(cmd *cobra.Command, r *upgrade.Rollout, maxParallel *string
 	fl.StringVar(maxParallel, "max-parallel", "1", "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
 	fl.IntVar(&r.Canary, "canary", 0, "With --kubernetes-version: make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
 	fl.IntVar(&r.MaxFailures, "max-failures", 0, "With --kubernetes-version: how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
+	fl.DurationVar((*time.Duration)(&r.Soak), "soak", 0, "With --kubernetes-version: after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
+	fl.StringVar(&r.GateCommand, "gate-command", "", "With --kubernetes-version: run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
+	fl.StringVar(&r.Window, "window", "", "With --kubernetes-version: start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
 }
 
 // checkWorkloadOnly refuses, with the fleet flag (--kubernetes-version or --plan), the flags of
@@ -724,7 +729,7 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err e
 		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
 	case errors.Is(err, upgrade.ErrFleetStopped) && rep.Stop != nil:
 		s := rep.Stop
-		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.Before, s.Gate, s.Reason)
+		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.At, s.Gate, s.Reason)
 	case errors.Is(err, upgrade.ErrFleetFailed):
 		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and run the same command again to finish them", err, len(rep.Failures))
 	case errors.Is(err, upgrade.ErrFleetStopped):
@@ -805,7 +810,15 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 			fmt.Fprintf(w, "Wave %s: not started\n", wv.Wave)
 			continue
 		}
-		fmt.Fprintf(w, "Wave %s: %.1fs\n", wv.Wave, wv.Seconds)
+		line := fmt.Sprintf("Wave %s: %.1fs", wv.Wave, wv.Seconds)
+		for _, g := range wv.Gates {
+			if g.Passed {
+				line += fmt.Sprintf("; %s passed (%.0fs)", g.Gate, g.Seconds)
+			} else {
+				line += fmt.Sprintf("; %s did not pass: %s", g.Gate, g.Reason)
+			}
+		}
+		fmt.Fprintln(w, line)
 	}
 	if rep.Failure == nil || len(rep.Failures) > 1 {
 		for i, f := range rep.Failures {
@@ -835,7 +848,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		}
 	}
 	if s := rep.Stop; s != nil {
-		fmt.Fprintf(w, "\nStopped %s (%s): %s\n", s.Before, s.Gate, s.Reason)
+		fmt.Fprintf(w, "\nStopped %s (%s): %s\n", s.At, s.Gate, s.Reason)
 		for _, d := range s.Details {
 			fmt.Fprintf(w, "  - %s\n", d)
 		}

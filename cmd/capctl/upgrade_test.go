@@ -234,8 +234,12 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 	if err != nil || o.Fleet.Rollout != (upgrade.Rollout{MaxParallelPercent: 25, Canary: 2, MaxFailures: 3}) {
 		t.Errorf("rollout flags: %+v %v", o.Fleet, err)
 	}
-	o, err = parseOptions(t, newCmdUpgradeApply, "--plan", "p.json", "--timeout", "5m", "--dry-run")
-	if err != nil || o.Fleet.Plan != "p.json" || o.Fleet.KubernetesVersion != "" || o.Fleet.Timeout != 5*time.Minute || !o.Fleet.DryRun {
+	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--soak", "90s", "--gate-command", "./smoke.sh", "--window", "Sat,Sun 02:00-06:00 UTC", "--no-wait")
+	if err != nil || o.Fleet.Rollout != (upgrade.Rollout{MaxParallel: 1, Soak: upgrade.Duration(90 * time.Second), GateCommand: "./smoke.sh", Window: "Sat,Sun 02:00-06:00 UTC"}) || !o.Fleet.NoWait {
+		t.Errorf("gate flags: %+v %v", o.Fleet, err)
+	}
+	o, err = parseOptions(t, newCmdUpgradeApply, "--plan", "p.json", "--timeout", "5m", "--dry-run", "--no-wait")
+	if err != nil || o.Fleet.Plan != "p.json" || o.Fleet.KubernetesVersion != "" || o.Fleet.Timeout != 5*time.Minute || !o.Fleet.DryRun || !o.Fleet.NoWait {
 		t.Errorf("--plan: %+v %v", o.Fleet, err)
 	}
 	if _, err := parseOptions(t, newCmdUpgradePlan, "--save", "p.json"); err == nil {
@@ -268,6 +272,10 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		{"--kubernetes-version", "v1.35.1", "--max-parallel", "0%"},
 		{"--kubernetes-version", "v1.35.1", "--max-parallel", "150%"},
 		{"--canary", "1"},
+		{"--kubernetes-version", "v1.35.1", "--soak", "soon"},
+		{"--plan", "p.json", "--soak", "1m"},
+		{"--plan", "p.json", "--gate-command", "true"},
+		{"--plan", "p.json", "--window", "Sat 02:00-06:00"},
 	} {
 		if _, err := parseOptions(t, newCmdUpgradeApply, args...); err == nil {
 			t.Errorf("%v accepted", args)

@@ -47,6 +47,9 @@ type FleetApplyRequest struct {
 	Plan string
 	// Rollout is how the waves are rolled.
 	Rollout Rollout
+	// NoWait makes a run outside Rollout.Window stop at once, saying when the window opens
+	// next, instead of waiting for it.
+	NoWait bool
 	// DryRun sends the first patch of every cluster as a server-side dry run and changes nothing.
 	DryRun bool
 	// Timeout bounds the whole upgrade of one cluster (default 30 minutes).
@@ -96,6 +99,11 @@ type FleetWaveReport struct {
 	Wave     string               `json:"wave"`
 	Seconds  float64              `json:"seconds"`
 	Clusters []FleetClusterReport `json:"clusters"`
+	// Started and Finished are when the wave started and when it and its gates ended.
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	// Gates are the soak and the gate command run after it.
+	Gates []GateResult `json:"gates,omitempty"`
 }
 
 // FleetClusterReport is one cluster's steps.
@@ -138,8 +146,8 @@ type FleetApplyFailure struct {
 // FleetStop is why a rollout stopped between waves. Nothing is undone: the clusters stay as
 // they are, and re-running the same command continues from their state.
 type FleetStop struct {
-	// Before is the wave that did not start ("wave 2"), or "after wave 3".
-	Before string `json:"before"`
+	// At is where it stopped: "before wave 2", "after wave canary".
+	At string `json:"at"`
 	// Gate is what stopped it: "plan", "soak", "gate-command", "window".
 	Gate   string `json:"gate"`
 	Reason string `json:"reason"`
@@ -248,6 +256,9 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		}
 	}
 	a := &fleetApplier{clients: clients, req: req, infos: infos}
+	if req.Rollout.Window != "" {
+		a.window, _ = ParseWindow(req.Rollout.Window) // checked with the rollout
+	}
 	if len(plan.Waves) > 0 && plan.Waves[0].Canary {
 		var refs []string
 		for _, cu := range plan.Waves[0].Clusters {
@@ -257,27 +268,44 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	}
 	for wi, w := range plan.Waves {
 		wr := &report.Waves[wi]
-		if pf != nil && wi > 0 {
+		waited := false
+		if !req.DryRun {
+			var stop *FleetStop
+			if waited, stop = a.awaitWindow(ctx, w); stop != nil {
+				report.Stop = stop
+				req.Progress("Wave %s: not started: %s", w.Name(), stop.Reason)
+				break
+			}
+			if ctx.Err() != nil {
+				report.Interrupted = true
+				break
+			}
+		}
+		if pf != nil && (wi > 0 || waited) {
 			// Before each later wave: its clusters and those after must still be as planned.
 			drifts, err := fleetDrift(ctx, members, pf, req, wi)
 			if err != nil {
 				drifts = []string{"the clusters could not be read to compare them with the plan: " + err.Error()}
 			}
 			if len(drifts) > 0 {
-				report.Stop = &FleetStop{Before: "wave " + w.Name(), Gate: "plan", Reason: fmt.Sprintf("the plan %s no longer matches the clusters", req.Plan), Details: drifts}
+				report.Stop = &FleetStop{At: "before wave " + w.Name(), Gate: GatePlan, Reason: fmt.Sprintf("the plan %s no longer matches the clusters", req.Plan), Details: drifts}
 				req.Progress("Wave %s: not started, the plan no longer matches the clusters", w.Name())
 				break
 			}
 		}
 		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), req.Rollout.parallel(len(w.Clusters)))
 		start := time.Now()
+		wr.Started = &start
 		stopped := a.runWave(ctx, w, wr, report)
 		wr.Seconds = since(start)
+		if !stopped && !req.DryRun {
+			req.Progress("Wave %s: done in %.0fs", w.Name(), wr.Seconds)
+			stopped = a.runGates(ctx, wi, plan, wr, report)
+		}
+		end := time.Now()
+		wr.Finished = &end
 		if stopped {
 			break
-		}
-		if !req.DryRun {
-			req.Progress("Wave %s: done in %.0fs", w.Name(), wr.Seconds)
 		}
 	}
 	switch {
@@ -289,6 +317,34 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		return report, ErrFleetFailed
 	}
 	return report, nil
+}
+
+// runGates runs the soak and the gate command after wave wi, recording them on its report; it
+// returns true when the run must stop (a gate failed, or Ctrl-C).
+func (a *fleetApplier) runGates(ctx context.Context, wi int, plan *FleetPlan, wr *FleetWaveReport, report *FleetApplyReport) bool {
+	w := plan.Waves[wi]
+	gates := []func() (GateResult, *FleetStop){}
+	if a.req.Rollout.Soak > 0 {
+		gates = append(gates, func() (GateResult, *FleetStop) { return a.soak(ctx, w, wr) })
+	}
+	if a.req.Rollout.GateCommand != "" {
+		gates = append(gates, func() (GateResult, *FleetStop) {
+			return a.gateCommand(ctx, wi, len(plan.Waves), w, report.PlanDigest)
+		})
+	}
+	for _, gate := range gates {
+		res, stop := gate()
+		wr.Gates = append(wr.Gates, res)
+		switch {
+		case stop != nil:
+			report.Stop = stop
+			return true
+		case ctx.Err() != nil:
+			report.Interrupted = true
+			return true
+		}
+	}
+	return false
 }
 
 // fleetDrift reads the selection again and compares it with the saved plan from wave index from.
@@ -417,6 +473,7 @@ func SelectFleet(infos []ClusterInfo, sel FleetSelection) ([]ClusterInfo, error)
 type fleetApplier struct {
 	// clients are the management clusters' clients by context ("" for one management cluster).
 	clients map[string]client.Client
+	window  *Window
 	req     FleetApplyRequest
 	infos   map[string]ClusterInfo
 	mu      sync.Mutex

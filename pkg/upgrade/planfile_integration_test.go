@@ -182,7 +182,7 @@ func TestApplyPlanFileOnAPIServer(t *testing.T) {
 		if !errors.Is(err, ErrFleetStopped) || rep == nil || rep.Stop == nil {
 			t.Fatalf("err = %v, report %+v", err, rep)
 		}
-		if rep.Stop.Before != "wave 2" || rep.Stop.Gate != "plan" || fmt.Sprint(rep.Stop.Details) != "[cluster ok/late: added to the selection since the plan]" {
+		if rep.Stop.At != "before wave 2" || rep.Stop.Gate != "plan" || fmt.Sprint(rep.Stop.Details) != "[cluster ok/late: added to the selection since the plan]" {
 			t.Errorf("stop %+v", rep.Stop)
 		}
 		if got := resultsOf(rep); got["ok/p"] != ResultUpgraded || got["ok/q"] != ResultNotStarted {

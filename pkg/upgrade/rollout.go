@@ -19,6 +19,12 @@ type Rollout struct {
 	// MaxFailures is how many clusters may fail in the whole run before it stops (default 0:
 	// the first failure stops it). Every failure is reported.
 	MaxFailures int `json:"maxFailures,omitempty"`
+	// Soak is how long the clusters of a wave are watched after it (see fleetApplier.soak).
+	Soak Duration `json:"soak,omitempty"`
+	// GateCommand runs through /bin/sh after each wave and its soak; a non-zero exit stops.
+	GateCommand string `json:"gateCommand,omitempty"`
+	// Window is when waves may start, as ParseWindow reads it.
+	Window string `json:"window,omitempty"`
 }
 
 // SetMaxParallel parses --max-parallel: a number of clusters ("3") or a percentage of each
@@ -54,6 +60,13 @@ func (r *Rollout) check() error {
 		return fmt.Errorf("--canary must be a number of clusters, at least 1")
 	case r.MaxFailures < 0:
 		return fmt.Errorf("--max-failures must be 0 (stop at the first failure) or more")
+	case r.Soak < 0:
+		return fmt.Errorf("--soak must be a positive duration, like 30m")
+	}
+	if r.Window != "" {
+		if _, err := ParseWindow(r.Window); err != nil {
+			return err
+		}
 	}
 	return nil
 }

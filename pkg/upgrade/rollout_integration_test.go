@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
 )
@@ -95,4 +100,178 @@ func TestApplyFleetCanaryAndMaxFailuresOnAPIServer(t *testing.T) {
 	if v := specVersion(t, c, kcpGVK, "mf2", "h-cp"); v != "v1.34.2" {
 		t.Errorf("a cluster after the stop was touched: h at %s", v)
 	}
+}
+
+// machinesOf lists a cluster's Machines.
+func machinesOf(t *testing.T, c client.Client, ns, cluster string) []unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(capiV1beta2.WithKind("MachineList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{ClusterNameLabel: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestApplyFleetGatesOnAPIServer: a --gate-command that fails after the canary wave stops the
+// rollout there, with its output and only the canary upgraded; once it passes, the same command
+// finishes, every gate seeing its wave, the clusters and the plan digest in its environment.
+// During a soak, a cluster that stops being Available, a Machine a MachineHealthCheck remediates,
+// and a new diagnose finding (the Cluster paused) each stop the rollout naming the cluster and
+// the evidence. Outside its --window, --no-wait stops before the first patch saying when the
+// window opens, and without it the run waits (until Ctrl-C here), changing nothing.
+func TestApplyFleetGatesOnAPIServer(t *testing.T) {
+	env := startFleetEnv(t)
+	ctx := testenv.Context(t)
+	c := env.Client
+	env.CreateNamespaces(t, "g", "s1", "s2", "s3", "w")
+	for _, n := range []string{"a", "b", "c"} {
+		createFleetCluster(t, c, "g", n, "v1.34.2", "")
+	}
+	for _, ns := range []string{"s1", "s2", "s3", "w"} {
+		createFleetCluster(t, c, ns, "x", "v1.34.2", "")
+	}
+	si := &standIn{c: c, stuck: map[string]bool{}}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go si.run(sctx)
+	waitFor(t, func() bool { return len(si.events()) >= 14 })
+
+	t.Run("a failing gate stops after the canary, the fixed gate lets the re-run finish", func(t *testing.T) {
+		dir := t.TempDir()
+		log, ok := filepath.Join(dir, "gate.log"), filepath.Join(dir, "ok")
+		gate := fmt.Sprintf(`echo "$CAPCTL_WAVE $CAPCTL_WAVE_INDEX/$CAPCTL_WAVES $CAPCTL_CLUSTERS $CAPCTL_KUBERNETES_VERSION" >> %s; test -f %s || { echo "smoke test failed on $CAPCTL_CLUSTERS"; exit 3; }`, log, ok)
+		var p progressLines
+		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "g"},
+			Rollout: Rollout{Canary: 1, MaxParallel: 2, Soak: Duration(time.Second), GateCommand: gate},
+			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond, Progress: p.add}
+		rep, err := ApplyFleet(ctx, c, req)
+		if !errors.Is(err, ErrFleetStopped) || rep.Stop == nil {
+			t.Fatalf("err = %v, report %+v", err, rep)
+		}
+		s := rep.Stop
+		if s.At != "after wave canary" || s.Gate != GateCommand || s.Reason != "the gate command exited with status 3" || fmt.Sprint(s.Details) != "[smoke test failed on g/a]" {
+			t.Errorf("stop %+v", s)
+		}
+		if got := resultsOf(rep); got["g/a"] != ResultUpgraded || got["g/b"] != ResultNotStarted || got["g/c"] != ResultNotStarted {
+			t.Errorf("results %v", got)
+		}
+		if v := specVersion(t, c, kcpGVK, "g", "b-cp"); v != "v1.34.2" {
+			t.Errorf("the wave after the gate was touched: b at %s", v)
+		}
+		gates := rep.Waves[0].Gates
+		if len(gates) != 2 || gates[0].Gate != GateSoak || !gates[0].Passed || gates[0].Seconds < 0.5 || gates[1].Passed {
+			t.Errorf("canary gates %+v", gates)
+		}
+		if !p.has("gate: smoke test failed on g/a") {
+			t.Errorf("the gate's output is not shown: %q", p.lines)
+		}
+
+		if err := os.WriteFile(ok, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = ApplyFleet(ctx, c, req)
+		if err != nil {
+			t.Fatalf("re-run: %v (%+v)", err, rep.Stop)
+		}
+		if got := resultsOf(rep); got["g/a"] != ResultUpToDate || got["g/b"] != ResultUpgraded || got["g/c"] != ResultUpgraded {
+			t.Errorf("re-run results %v", got)
+		}
+		data, _ := os.ReadFile(log)
+		if want := "canary 1/2 g/a v1.35.0\ncanary 1/2 g/a v1.35.0\n- 2/2 g/b,g/c v1.35.0\n"; string(data) != want {
+			t.Errorf("the gates saw:\n%s\nwant:\n%s", data, want)
+		}
+	})
+
+	soakRun := func(t *testing.T, ns string, during func()) *FleetStop {
+		t.Helper()
+		var once sync.Once
+		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)},
+			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
+		req.Progress = func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "soaking") {
+				// Let the soak read its baseline first.
+				time.AfterFunc(time.Second, func() { once.Do(during) })
+			}
+		}
+		start := time.Now()
+		rep, err := ApplyFleet(ctx, c, req)
+		if !errors.Is(err, ErrFleetStopped) || rep.Stop == nil || rep.Stop.Gate != GateSoak || rep.Stop.At != "after wave -" {
+			t.Fatalf("err = %v, report %+v", err, rep)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("the soak stopped after %s, not at the finding", d)
+		}
+		if g := rep.Waves[0].Gates; len(g) != 1 || g[0].Passed {
+			t.Errorf("gates %+v", g)
+		}
+		return rep.Stop
+	}
+
+	t.Run("a cluster that stops being Available during the soak stops the rollout", func(t *testing.T) {
+		s := soakRun(t, "s1", func() {
+			setStatus(t, c, u(capiV1beta2.WithKind("Cluster"), "s1", "x", nil, nil), map[string]any{"conditions": []any{
+				map[string]any{"type": "Available", "status": "False", "reason": "NotAvailable", "message": "control plane unreachable", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}})
+		})
+		if s.Reason != "cluster s1/x stopped being Available during the soak" || fmt.Sprint(s.Details) != "[Cluster Available is False: control plane unreachable]" {
+			t.Errorf("stop %+v", s)
+		}
+	})
+
+	t.Run("a Machine remediated by its MachineHealthCheck during the soak stops the rollout", func(t *testing.T) {
+		var name string
+		s := soakRun(t, "s2", func() {
+			m := machinesOf(t, c, "s2", "x")[0]
+			name = m.GetName()
+			setStatus(t, c, &m, map[string]any{"conditions": []any{testCondition("UpToDate", "True"),
+				map[string]any{"type": "OwnerRemediated", "status": "False", "reason": "WaitingForRemediation", "message": "Waiting for remediation", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}})
+		})
+		if s.Reason != fmt.Sprintf("cluster s2/x had Machine %s remediated by its MachineHealthCheck during the soak", name) || !strings.Contains(fmt.Sprint(s.Details), "OwnerRemediated is False: Waiting for remediation") {
+			t.Errorf("stop %+v", s)
+		}
+	})
+
+	t.Run("a new diagnose finding during the soak stops the rollout", func(t *testing.T) {
+		s := soakRun(t, "s3", func() {
+			mergePatch(t, c, u(capiV1beta2.WithKind("Cluster"), "s3", "x", nil, nil), `{"spec":{"paused":true}}`)
+		})
+		if !strings.HasPrefix(s.Reason, "cluster s3/x got a new diagnose finding cluster-paused:") || len(s.Details) == 0 {
+			t.Errorf("stop %+v", s)
+		}
+	})
+
+	t.Run("outside the window: --no-wait stops at once, without it the run waits", func(t *testing.T) {
+		day := time.Now().UTC().AddDate(0, 0, 3).Weekday().String()[:3]
+		before := resourceVersions(t, c)
+		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "w"}, Rollout: Rollout{Window: day + " 00:00-24:00 UTC"},
+			NoWait: true, Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
+		rep, err := ApplyFleet(ctx, c, req)
+		if !errors.Is(err, ErrFleetStopped) || rep.Stop == nil || rep.Stop.Gate != GateWindow || rep.Stop.At != "before wave -" ||
+			!strings.Contains(rep.Stop.Reason, "outside the window "+day+" 00:00-24:00 UTC; it opens next "+day+" ") {
+			t.Fatalf("err = %v, stop %+v", err, rep.Stop)
+		}
+		req.NoWait = false
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var p progressLines
+		req.Progress = func(format string, args ...any) {
+			p.add(format, args...)
+			if strings.Contains(fmt.Sprintf(format, args...), "waiting for the window") {
+				time.AfterFunc(500*time.Millisecond, cancel)
+			}
+		}
+		rep, err = ApplyFleet(wctx, c, req)
+		if !errors.Is(err, ErrFleetInterrupted) || !p.has("Wave -: waiting for the window "+day+" 00:00-24:00 UTC, it opens "+day) {
+			t.Fatalf("err = %v, progress %q", err, p.lines)
+		}
+		if after := resourceVersions(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Error("a run outside its window changed objects")
+		}
+		// In the window, it runs.
+		req.Rollout.Window = time.Now().UTC().Weekday().String()[:3] + "," + time.Now().UTC().AddDate(0, 0, 1).Weekday().String()[:3] + " 00:00-24:00 UTC"
+		req.Progress = nil
+		if rep, err = ApplyFleet(ctx, c, req); err != nil || resultsOf(rep)["w/x"] != ResultUpgraded {
+			t.Errorf("in the window: %v %v", err, resultsOf(rep))
+		}
+	})
 }
