@@ -32,8 +32,63 @@ upgrades of its workload clusters.`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdUpgradePlan(f, nil), newCmdUpgradeApply(f, nil))
+	cmd.AddCommand(newCmdUpgradePlan(f, nil), newCmdUpgradeApply(f, nil), newCmdUpgradeHistory(f, nil))
 	return cmd
+}
+
+// UpgradeHistoryOptions is `capctl upgrade history [NAME]` parsed from its flags.
+type UpgradeHistoryOptions struct {
+	deps
+	Request upgrade.HistoryRequest
+	Output  output.Format
+}
+
+// newCmdUpgradeHistory builds `capctl upgrade history`; runF, when set, replaces running it (tests).
+func newCmdUpgradeHistory(f *factory, runF func(*UpgradeHistoryOptions) error) *cobra.Command {
+	o := &UpgradeHistoryOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:   "history [NAME]",
+		Short: "List the fleet rollouts recorded in the management cluster, or show one",
+		Long: strings.TrimSpace(`
+List the rollouts "capctl upgrade apply --kubernetes-version" (or --plan) recorded in the
+management cluster, newest first: one ConfigMap per rollout in namespace ` + upgrade.AuditNamespace + `, labelled
+` + upgrade.AuditLabel + `, with who ran it (as the API server authenticated them), when, the plan's
+digest, each wave's start, end and gates, and each cluster's result. The record is written before
+the first patch and after every step: a rollout killed midway shows state Running and what it
+had done. With NAME, show that rollout.`),
+		Example: strings.TrimSpace(`
+  capctl upgrade history
+  capctl upgrade history -o json
+  capctl upgrade history fleet-upgrade-20261205-020000-a1b2c3`),
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Request.Name = args[0]
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runUpgradeHistory(cmd.Context(), o)
+		},
+	}
+	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the records")
+	return cmd
+}
+
+// runUpgradeHistory makes the one upgrade.History call and prints the records (or the one named).
+func runUpgradeHistory(ctx context.Context, o *UpgradeHistoryOptions) error {
+	c, err := o.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	recs, err := upgrade.History(ctx, c, o.Request)
+	if err != nil {
+		return err
+	}
+	if o.Request.Name != "" {
+		return output.Render(o.IO.Out, o.Output, recs[0], func(w io.Writer) error { return upgrade.RenderRecord(w, recs[0]) })
+	}
+	return output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return upgrade.RenderHistory(w, recs) })
 }
 
 // UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
@@ -855,6 +910,9 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "Dry run: nothing was changed (each cluster's first patch was checked by the API server).")
+	}
+	if rep.Record != "" {
+		fmt.Fprintf(w, "Recorded as %s/%s: capctl upgrade history %s\n", upgrade.AuditNamespace, rep.Record, rep.Record)
 	}
 	if multi {
 		return multicluster.RenderSummary(w, multicluster.Summary{ManagementClusters: rep.ManagementClusters})

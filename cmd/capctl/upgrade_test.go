@@ -328,3 +328,16 @@ func TestRenderFleetApplyStopped(t *testing.T) {
 		}
 	}
 }
+
+func TestUpgradeHistoryFlags(t *testing.T) {
+	o, err := parseOptions(t, newCmdUpgradeHistory, "fleet-upgrade-20261205-020000-a1b2c3", "-o", "json")
+	if err != nil || o.Request.Name != "fleet-upgrade-20261205-020000-a1b2c3" || o.Output != output.JSON {
+		t.Errorf("history NAME: %+v %v", o, err)
+	}
+	if o, err = parseOptions(t, newCmdUpgradeHistory); err != nil || o.Request.Name != "" {
+		t.Errorf("history: %+v %v", o, err)
+	}
+	if _, err := parseOptions(t, newCmdUpgradeHistory, "a", "b"); err == nil {
+		t.Error("two names accepted")
+	}
+}

@@ -85,6 +85,9 @@ type FleetApplyReport struct {
 	Stop *FleetStop `json:"stop,omitempty"`
 	// PlanDigest is the digest of the plan file applied (--plan).
 	PlanDigest string `json:"planDigest,omitempty"`
+	// Record is the name of the run's audit record (a ConfigMap in AuditNamespace; `capctl
+	// upgrade history NAME`); none for a dry run.
+	Record string `json:"record,omitempty"`
 	// Preflight is what was checked before the first write.
 	Preflight *FleetPreflight `json:"preflight,omitempty"`
 	// Interrupted is set when the user stopped the run; re-running the same command continues.
@@ -256,6 +259,21 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		}
 	}
 	a := &fleetApplier{clients: clients, req: req, infos: infos}
+	if !req.DryRun {
+		var names []string
+		for _, m := range members {
+			if m.Name != "" {
+				names = append(names, m.Name)
+			}
+		}
+		// Before the first patch: a run that cannot be recorded does not start.
+		if a.rec, err = newRecorder(ctx, clients, plan, req, report.PlanDigest, names); err != nil {
+			return nil, err
+		}
+		report.Record = a.rec.rec.Name
+		req.Progress("Recording the rollout in ConfigMap %s/%s (capctl upgrade history %s)", AuditNamespace, report.Record, report.Record)
+		defer a.rec.finish(ctx, report)
+	}
 	if req.Rollout.Window != "" {
 		a.window, _ = ParseWindow(req.Rollout.Window) // checked with the rollout
 	}
@@ -296,7 +314,8 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), req.Rollout.parallel(len(w.Clusters)))
 		start := time.Now()
 		wr.Started = &start
-		stopped := a.runWave(ctx, w, wr, report)
+		a.rec.wave(ctx, wi, wr)
+		stopped := a.runWave(ctx, wi, w, wr, report)
 		wr.Seconds = since(start)
 		if !stopped && !req.DryRun {
 			req.Progress("Wave %s: done in %.0fs", w.Name(), wr.Seconds)
@@ -304,6 +323,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		}
 		end := time.Now()
 		wr.Finished = &end
+		a.rec.wave(ctx, wi, wr)
 		if stopped {
 			break
 		}
@@ -335,6 +355,7 @@ func (a *fleetApplier) runGates(ctx context.Context, wi int, plan *FleetPlan, wr
 	for _, gate := range gates {
 		res, stop := gate()
 		wr.Gates = append(wr.Gates, res)
+		a.rec.wave(ctx, wi, wr)
 		switch {
 		case stop != nil:
 			report.Stop = stop
@@ -477,12 +498,14 @@ type fleetApplier struct {
 	req     FleetApplyRequest
 	infos   map[string]ClusterInfo
 	mu      sync.Mutex
+	// rec writes the run's audit record (nil for a dry run).
+	rec *recorder
 }
 
 // runWave upgrades a wave's clusters, at most Rollout.parallel at once; the failure that makes
 // the run's failures exceed MaxFailures stops the wave (clusters not started stay untouched) and
 // it returns true when the fleet must stop.
-func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveReport, report *FleetApplyReport) bool {
+func (a *fleetApplier) runWave(ctx context.Context, wi int, w FleetWave, wr *FleetWaveReport, report *FleetApplyReport) bool {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(a.req.Rollout.parallel(len(w.Clusters)))
 	for i := range w.Clusters {
@@ -496,8 +519,10 @@ func (a *fleetApplier) runWave(ctx context.Context, w FleetWave, wr *FleetWaveRe
 				return nil // stopped before it started: untouched
 			}
 			start := time.Now()
+			a.rec.cluster(ctx, wi, i, ResultUpgrading, nil)
 			fail := a.runCluster(ctx, gctx, cu, cr)
 			cr.Seconds = since(start)
+			a.rec.cluster(ctx, wi, i, cr.Result, fail)
 			if fail == nil {
 				return nil
 			}

@@ -192,6 +192,18 @@ func (s *standIn) reconcile(ctx context.Context, o *unstructured.Unstructured) e
 	return nil
 }
 
+// startStandIn runs a standIn until the test ends, once it has rolled out its first events (two
+// per cluster createFleetCluster made: control plane and workers).
+func startStandIn(t *testing.T, c client.Client, events int) *standIn {
+	t.Helper()
+	si := &standIn{c: c, stuck: map[string]bool{}}
+	ctx, stop := context.WithCancel(testenv.Context(t))
+	t.Cleanup(stop)
+	go si.run(ctx)
+	waitFor(t, func() bool { return len(si.events()) >= events })
+	return si
+}
+
 func generations(t *testing.T, c client.Client, ns string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}

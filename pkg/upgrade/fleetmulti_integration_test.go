@@ -179,6 +179,21 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		if got := resultsByRef(rep); got["prod/w1 on mgmt-1"] != ResultUpgraded || got["prod/w1 on mgmt-3"] != ResultInterrupted || got["prod/w2 on mgmt-2"] != ResultNotStarted {
 			t.Errorf("results %v", got)
 		}
+		// The rollout is recorded, the same, in every management cluster it touched.
+		for i := range envs {
+			recs, err := History(ctx, envs[i].Client, HistoryRequest{Name: rep.Record})
+			if err != nil {
+				t.Fatalf("%s: %v", names[i], err)
+			}
+			r := recs[0]
+			var w1 []string
+			for _, c := range r.Waves[0].Clusters {
+				w1 = append(w1, c.ManagementCluster+"="+c.Result)
+			}
+			if r.State != RolloutInterrupted || len(r.Selection.ManagementClusters) != 3 || fmt.Sprint(w1) != "[mgmt-1=Upgraded mgmt-2=Upgraded mgmt-3=Interrupted]" {
+				t.Errorf("%s's record: %s, %v, wave 1 %v", names[i], r.State, r.Selection.ManagementClusters, w1)
+			}
+		}
 
 		// The same call again: mgmt-3's control plane rollout under way is waited for, not
 		// patched again; then its workers, then wave 2 everywhere.

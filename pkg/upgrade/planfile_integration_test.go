@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -162,11 +161,7 @@ func TestApplyPlanFileOnAPIServer(t *testing.T) {
 	t.Run("a drift before a later wave stops there, the same plan resumes", func(t *testing.T) {
 		createFleetCluster(t, c, "ok", "p", "v1.34.2", "1")
 		createFleetCluster(t, c, "ok", "q", "v1.34.2", "2")
-		si := &standIn{c: c, stuck: map[string]bool{}}
-		sctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go si.run(sctx)
-		waitFor(t, func() bool { return len(si.events()) >= 4 })
+		startStandIn(t, c, 4)
 
 		path := filepath.Join(dir, "ok.json")
 		if _, err := PlanFleet(ctx, c, c.Mapper, FleetPlanRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "ok"}, Save: path}); err != nil {

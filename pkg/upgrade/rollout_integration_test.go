@@ -56,11 +56,7 @@ func TestApplyFleetCanaryAndMaxFailuresOnAPIServer(t *testing.T) {
 	for _, n := range []string{"e", "f", "g", "h"} {
 		createFleetCluster(t, c, "mf2", n, "v1.34.2", "")
 	}
-	si := &standIn{c: c, stuck: map[string]bool{}}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go si.run(sctx)
-	waitFor(t, func() bool { return len(si.events()) >= 16 })
+	si := startStandIn(t, c, 16)
 	si.setStuck("mf/b", true)
 	si.setStuck("mf2/f", true)
 	si.setStuck("mf2/g", true)
@@ -131,11 +127,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 	for _, ns := range []string{"s1", "s2", "s3", "w"} {
 		createFleetCluster(t, c, ns, "x", "v1.34.2", "")
 	}
-	si := &standIn{c: c, stuck: map[string]bool{}}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go si.run(sctx)
-	waitFor(t, func() bool { return len(si.events()) >= 14 })
+	startStandIn(t, c, 14)
 
 	t.Run("a failing gate stops after the canary, the fixed gate lets the re-run finish", func(t *testing.T) {
 		dir := t.TempDir()

@@ -1,0 +1,193 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/output"
+)
+
+// HistoryRequest is `capctl upgrade history [NAME]`: every recorded rollout of the management
+// cluster, newest first, or the one named.
+type HistoryRequest struct {
+	Name string
+}
+
+// History reads the audit records the fleet apply wrote in AuditNamespace.
+func History(ctx context.Context, c client.Reader, req HistoryRequest) ([]RolloutRecord, error) {
+	if req.Name != "" {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: AuditNamespace, Name: req.Name}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("no rollout %s is recorded in namespace %s: `capctl upgrade history` lists them", req.Name, AuditNamespace)
+			}
+			return nil, fmt.Errorf("reading the rollout record %s/%s: %w", AuditNamespace, req.Name, err)
+		}
+		rec, err := decodeRecord(cm)
+		if err != nil {
+			return nil, err
+		}
+		return []RolloutRecord{rec}, nil
+	}
+	list := &corev1.ConfigMapList{}
+	if err := c.List(ctx, list, client.InNamespace(AuditNamespace), client.MatchingLabels{AuditLabel: auditLabelKind}); err != nil {
+		return nil, fmt.Errorf("listing the rollout records in namespace %s: %w", AuditNamespace, err)
+	}
+	out := []RolloutRecord{}
+	for i := range list.Items {
+		rec, err := decodeRecord(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out, nil
+}
+
+func decodeRecord(cm *corev1.ConfigMap) (RolloutRecord, error) {
+	var rec RolloutRecord
+	data, ok := cm.Data[auditDataKey]
+	if !ok {
+		return rec, fmt.Errorf("ConfigMap %s/%s is labelled %s but holds no %s", cm.Namespace, cm.Name, AuditLabel, auditDataKey)
+	}
+	if err := json.Unmarshal([]byte(data), &rec); err != nil {
+		return rec, fmt.Errorf("ConfigMap %s/%s: the rollout record is not readable: %v", cm.Namespace, cm.Name, err)
+	}
+	return rec, nil
+}
+
+// count is how many of the record's clusters have each result.
+func (r RolloutRecord) count() map[string]int {
+	n := map[string]int{}
+	for _, w := range r.Waves {
+		for _, c := range w.Clusters {
+			n[c.Result]++
+		}
+	}
+	return n
+}
+
+// RenderHistory prints the records as a table, newest first.
+func RenderHistory(w io.Writer, recs []RolloutRecord) error {
+	if len(recs) == 0 {
+		_, err := fmt.Fprintf(w, "No rollout is recorded in namespace %s.\n", AuditNamespace)
+		return err
+	}
+	t := output.NewTable(w, "NAME", "STARTED", "USER", "VERSION", "STATE", "WAVES", "CLUSTERS", "PLAN")
+	for _, r := range recs {
+		started := 0
+		for _, wv := range r.Waves {
+			if wv.Started != nil {
+				started++
+			}
+		}
+		n := r.count()
+		total := 0
+		for _, v := range n {
+			total += v
+		}
+		clusters := fmt.Sprintf("%d upgraded, %d up to date, %d failed of %d", n[ResultUpgraded], n[ResultUpToDate], n[ResultFailed], total)
+		t.Row(r.Name, r.Started.Format(time.RFC3339), r.User, r.KubernetesVersion, r.State, fmt.Sprintf("%d/%d", started, len(r.Waves)), clusters, shortDigest(r.PlanDigest))
+	}
+	return t.Flush()
+}
+
+func shortDigest(d string) string {
+	if d == "" {
+		return "-"
+	}
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+// RenderRecord prints one record: who, when, the plan, then each wave with its times, gates and
+// clusters.
+func RenderRecord(w io.Writer, r RolloutRecord) error {
+	fmt.Fprintf(w, "Rollout:    %s\n", r.Name)
+	fmt.Fprintf(w, "User:       %s", r.User)
+	if len(r.Groups) > 0 {
+		fmt.Fprintf(w, " (groups %s)", strings.Join(r.Groups, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Started:    %s\n", r.Started.Format(time.RFC3339))
+	if r.Finished != nil {
+		fmt.Fprintf(w, "Finished:   %s\n", r.Finished.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(w, "Updated:    %s (not finished: still running, or the run was killed then)\n", r.Updated.Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "State:      %s\n", r.State)
+	fmt.Fprintf(w, "Version:    %s\n", r.KubernetesVersion)
+	if r.PlanDigest != "" {
+		fmt.Fprintf(w, "Plan:       %s\n", r.PlanDigest)
+	}
+	if s := r.Stop; s != nil {
+		fmt.Fprintf(w, "Stopped:    %s (%s): %s\n", s.At, s.Gate, s.Reason)
+		for _, d := range s.Details {
+			fmt.Fprintf(w, "  - %s\n", d)
+		}
+	}
+	for _, wv := range r.Waves {
+		fmt.Fprintf(w, "\nWave %s: %s\n", wv.Wave, span(wv.Started, wv.Finished))
+		for _, g := range wv.Gates {
+			verdict := "passed"
+			if !g.Passed {
+				verdict = "did not pass: " + g.Reason
+			}
+			fmt.Fprintf(w, "  %s %s (%.0fs)\n", g.Gate, verdict, g.Seconds)
+		}
+		multi := false
+		for _, c := range wv.Clusters {
+			multi = multi || c.ManagementCluster != ""
+		}
+		header := []string{"CLUSTER", "RESULT", "STEP", "REASON"}
+		if multi {
+			header = append([]string{"MANAGEMENT"}, header...)
+		}
+		t := output.NewTable(w, header...)
+		for _, c := range wv.Clusters {
+			row := []string{c.Namespace + "/" + c.Name, c.Result, orDash(c.Step), orDash(c.Reason)}
+			if multi {
+				row = append([]string{c.ManagementCluster}, row...)
+			}
+			t.Row(row...)
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func span(start, end *time.Time) string {
+	switch {
+	case start == nil:
+		return "not started"
+	case end == nil:
+		return start.Format(time.RFC3339) + " to (not finished)"
+	}
+	return fmt.Sprintf("%s to %s (%s)", start.Format(time.RFC3339), end.Format(time.RFC3339), end.Sub(*start).Round(time.Second))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
