@@ -159,8 +159,9 @@ func (e *DriftError) Error() string {
 // difference: a cluster added to the selection or gone from it, recreated (another UID), moved
 // to another wave, its spec changed (metadata.generation), its versions changed by someone else,
 // another ClusterClass, another upgrade path. A cluster whose versions moved along its planned
-// path (an earlier run of this plan was stopped) is resumed, not a drift: its generation then
-// changed with capctl's own patches.
+// path (an earlier run of this plan was stopped) is resumed, not a drift: its generation may
+// then have grown with capctl's own patches (one per control plane step on a managed topology;
+// none otherwise, capctl patches the control plane and worker objects then).
 func planDrift(pf *PlanFile, live *FleetPlan, infos []ClusterInfo, from int) []string {
 	var drifts []string
 	byRef := map[string]ClusterInfo{}
@@ -210,11 +211,24 @@ func planDrift(pf *PlanFile, live *FleetPlan, infos []ClusterInfo, from int) []s
 			}
 			progressed, other := versionDrift(pc, liveCluster[ref])
 			drifts = append(drifts, other...)
-			if progressed || len(other) > 0 {
+			if len(other) > 0 {
 				continue
 			}
-			if in.Generation != pc.Generation {
+			// capctl's own patches change a Cluster's spec only on a managed topology (its
+			// spec.topology.version), at most once per control plane step.
+			maxGeneration := pc.Generation
+			if progressed && pc.ClusterClass != "" {
+				for _, st := range pc.Steps {
+					if st.Component == ControlPlane {
+						maxGeneration++
+					}
+				}
+			}
+			if in.Generation < pc.Generation || in.Generation > maxGeneration {
 				drifts = append(drifts, fmt.Sprintf("cluster %s: spec changed since the plan (metadata.generation %d, planned %d; resourceVersion %s, planned %s)", ref, in.Generation, pc.Generation, in.ResourceVersion, pc.ResourceVersion))
+			}
+			if progressed {
+				continue
 			}
 			if a, b := fleetStepsLine(pc.Steps), fleetStepsLine(liveCluster[ref].Steps); a != b {
 				drifts = append(drifts, fmt.Sprintf("cluster %s: upgrade path is now %s, planned %s", ref, b, a))

@@ -1,0 +1,101 @@
+package upgrade
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlanDriftResume: clusters that moved along their planned path (a stopped run of the
+// plan) are resumed, with the generation capctl's own patches explain; any other change of the
+// Cluster's spec is a drift, also on a cluster that has moved.
+func TestPlanDriftResume(t *testing.T) {
+	infos := []ClusterInfo{
+		{Namespace: "p", Name: "plain", UID: "u1", Generation: 1, ControlPlaneVersion: "v1.34.2", WorkerVersions: []string{"v1.34.2"}},
+		{Namespace: "p", Name: "topo", UID: "u2", Generation: 4, ClusterClass: "p/c", ControlPlaneVersion: "v1.34.2", WorkerVersions: []string{"v1.34.2"}},
+	}
+	planned, err := BuildFleetPlan(infos, "v1.35.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := newPlanFile(planned, FleetSelection{}, nil, Rollout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifts := func(mod func([]ClusterInfo)) []string {
+		live := append([]ClusterInfo(nil), infos...)
+		mod(live)
+		p, err := BuildFleetPlan(live, "v1.35.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return planDrift(pf, p, live, 0)
+	}
+	if d := drifts(func([]ClusterInfo) {}); len(d) != 0 {
+		t.Errorf("unchanged: %q", d)
+	}
+	// Both at the target; the topology's generation grew by capctl's one patch.
+	if d := drifts(func(l []ClusterInfo) {
+		l[0].ControlPlaneVersion, l[0].WorkerVersions = "v1.35.0", []string{"v1.35.0"}
+		l[1].ControlPlaneVersion, l[1].WorkerVersions, l[1].Generation = "v1.35.0", []string{"v1.35.0"}, 5
+	}); len(d) != 0 {
+		t.Errorf("resumed: %q", d)
+	}
+	// Moved, but its spec changed more than capctl's patches explain.
+	d := drifts(func(l []ClusterInfo) {
+		l[0].ControlPlaneVersion, l[0].Generation = "v1.35.0", 2
+		l[1].ControlPlaneVersion, l[1].Generation = "v1.35.0", 6
+	})
+	if len(d) != 2 || !strings.Contains(d[0], "p/plain: spec changed since the plan (metadata.generation 2, planned 1") || !strings.Contains(d[1], "p/topo: spec changed since the plan (metadata.generation 6, planned 4") {
+		t.Errorf("moved and edited: %q", d)
+	}
+	// A version off the path.
+	d = drifts(func(l []ClusterInfo) { l[0].WorkerVersions = []string{"v1.33.9"} })
+	if len(d) != 1 || !strings.Contains(d[0], "p/plain: workers are at v1.33.9, planned from v1.34.2 (changed by someone else)") {
+		t.Errorf("workers off the path: %q", d)
+	}
+	// Management clusters.
+	if d := managementDrift(pf, []FleetMember{{Name: "eu-1"}}); len(d) != 1 || !strings.Contains(d[0], "run without --contexts") {
+		t.Errorf("management clusters: %q", d)
+	}
+	pf.Selection.ManagementClusters = []string{"eu-1", "us-1"}
+	if d := managementDrift(pf, []FleetMember{{Name: "us-1"}, {Name: "eu-1"}}); len(d) != 0 {
+		t.Errorf("same management clusters in another order: %q", d)
+	}
+	if d := managementDrift(pf, []FleetMember{{Name: "eu-1"}}); len(d) != 1 || !strings.Contains(d[0], "run with --contexts eu-1,us-1") {
+		t.Errorf("a management cluster missing: %q", d)
+	}
+}
+
+func TestLoadPlanFileRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for body, want := range map[string]string{
+		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"digest":""} {}`: "more than one JSON document",
+		`{"apiVersion":"capctl.io/v2","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"}}`:                      `apiVersion "capctl.io/v2"`,
+		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{}}`:                                             "names no plan.kubernetesVersion",
+		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"x":1}`:          `unknown field "x"`,
+		`apiVersion: capctl.io/v1alpha1`: "is not a capctl plan",
+	} {
+		if _, _, err := loadPlanFile(context.Background(), write("p.json", body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	big := write("big.json", `{"apiVersion":"`+strings.Repeat("x", int(planFileMax))+`"}`)
+	if _, _, err := loadPlanFile(context.Background(), big); err == nil || !strings.Contains(err.Error(), "is larger than 16Mi") {
+		t.Errorf("a file over the bound: %v", err)
+	}
+	// A file whose digest does not match its content is read, and said to be edited.
+	_, edited, err := loadPlanFile(context.Background(), write("e.json", `{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"digest":"sha256:00"}`))
+	if err != nil || !strings.Contains(edited, "was edited after it was saved: it says digest sha256:00") {
+		t.Errorf("edited: %q %v", edited, err)
+	}
+}
