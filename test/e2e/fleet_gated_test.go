@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/upgrade"
+)
+
+// TestGatedFleetRolloutLive: four in-memory ClusterClass clusters without wave labels. A plan is
+// saved; one cluster is then edited (paused): `apply --plan` refuses naming that cluster and its
+// spec change, and changes nothing (resourceVersions compared). A new plan with --canary 1
+// --soak 30s and a --gate-command that fails stops after the canary wave with only the canary
+// upgraded; once the gate passes, the same `apply --plan` finishes the other three, and `upgrade
+// history` shows both runs as they went.
+func TestGatedFleetRolloutLive(t *testing.T) {
+	const (
+		fleetNS = "gated"
+		target  = "v1.35.0"
+	)
+	e := start(t, 1)
+	mgmt := e.clusters[0]
+	e.initAt(mgmt, "v1.14.0")
+	if t.Failed() {
+		t.FailNow()
+	}
+	names := []string{"g-1", "g-2", "g-3", "g-4"}
+	for _, name := range names {
+		e.createCluster(mgmt, fleetNS, name, k8sVersion, 1)
+	}
+	for _, name := range names {
+		e.waitAvailable(mgmt, fleetNS, name, 10*time.Minute) // four at once, on a loaded 2-core machine
+	}
+	dir := t.TempDir()
+	gate := `test -f ` + filepath.Join(dir, "ok") + ` || { echo "canary smoke test failed on $CAPCTL_CLUSTERS"; exit 1; }`
+	planArgs := func(path string) []string {
+		return []string{"upgrade", "plan", "--kubernetes-version", target, "-n", fleetNS, "--canary", "1", "--max-parallel", "100%",
+			"--soak", "30s", "--gate-command", gate, "--save", path}
+	}
+
+	// A plan, then an edit: refused, nothing changed.
+	stale := filepath.Join(dir, "stale.json")
+	e.mustCapctl(mgmt, planArgs(stale)...)
+	setPaused(t, mgmt.Client, fleetNS, "g-4", true)
+	before := objectVersions(t, mgmt.Client, fleetNS)
+	out, err := e.capctl(mgmt, "upgrade", "apply", "--plan", stale)
+	if err == nil || !strings.Contains(out, "cluster gated/g-4: spec changed since the plan (metadata.generation") || !strings.Contains(out, "nothing more was changed") {
+		t.Fatalf("apply --plan of a stale plan: %v\n%s", err, out)
+	}
+	if after := objectVersions(t, mgmt.Client, fleetNS); !equalMaps(before, after) {
+		t.Errorf("a refused apply changed objects:\n%v\n%v", before, after)
+	}
+	setPaused(t, mgmt.Client, fleetNS, "g-4", false)
+
+	// The reviewed plan: the gate fails after the canary.
+	path := filepath.Join(dir, "plan.json")
+	planOut := e.mustCapctl(mgmt, planArgs(path)...)
+	if !strings.Contains(planOut, "canary") || !strings.Contains(planOut, "Plan saved to "+path) {
+		t.Fatalf("plan:\n%s", planOut)
+	}
+	start := time.Now()
+	out, err = e.capctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
+	t.Logf("first run: %s", time.Since(start).Round(time.Second))
+	if err == nil {
+		t.Fatalf("the failing gate did not stop the rollout:\n%s", out)
+	}
+	rep := fleetReport(t, out)
+	if rep.Stop == nil || rep.Stop.Gate != upgrade.GateCommand || rep.Stop.At != "after wave canary" || strings.Join(rep.Stop.Details, "") != "canary smoke test failed on gated/g-1" {
+		t.Fatalf("stop %+v", rep.Stop)
+	}
+	if g := rep.Waves[0].Gates; len(g) != 2 || !g[0].Passed || g[0].Seconds < 25 || g[1].Passed {
+		t.Errorf("canary gates %+v: want a passed 30s soak and a failed gate command", g)
+	}
+	versions := clusterMachineVersions(t, mgmt.Client, fleetNS)
+	if versions["g-1"] != target || versions["g-2"] != k8sVersion || versions["g-3"] != k8sVersion || versions["g-4"] != k8sVersion {
+		t.Errorf("after the stopped run, Machines run %v: want only the canary g-1 at %s", versions, target)
+	}
+
+	// The gate passes now: the same plan finishes.
+	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	out = e.mustCapctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
+	t.Logf("second run: %s", time.Since(start).Round(time.Second))
+	rep2 := fleetReport(t, out)
+	for _, w := range rep2.Waves {
+		for _, c := range w.Clusters {
+			want := upgrade.ResultUpgraded
+			if c.Name == "g-1" {
+				want = upgrade.ResultUpToDate
+			}
+			if c.Result != want {
+				t.Errorf("second run: %s %s, want %s", c.Name, c.Result, want)
+			}
+		}
+	}
+	for name, v := range clusterMachineVersions(t, mgmt.Client, fleetNS) {
+		if v != target {
+			t.Errorf("%s's Machines at %s after the second run", name, v)
+		}
+	}
+
+	// The history tells both runs.
+	var recs []upgrade.RolloutRecord
+	if err := json.Unmarshal([]byte(e.mustCapctl(mgmt, "upgrade", "history", "-o", "json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record {
+		t.Fatalf("history %+v, want the second then the first run", recs)
+	}
+	if recs[1].State != upgrade.RolloutStopped || recs[1].Stop == nil || recs[1].Stop.Gate != upgrade.GateCommand || recs[1].PlanDigest == "" ||
+		recs[1].Waves[0].Clusters[0].Result != upgrade.ResultUpgraded || recs[1].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
+		t.Errorf("first run's record %+v", recs[1])
+	}
+	if recs[0].State != upgrade.RolloutSucceeded || recs[0].PlanDigest != recs[1].PlanDigest || recs[0].User == "" {
+		t.Errorf("second run's record %+v", recs[0])
+	}
+	e.mustCapctl(mgmt, "upgrade", "history", rep.Record)
+}
+
+func setPaused(t *testing.T, c client.Client, ns, name string, paused bool) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	patch := `{"spec":{"paused":false}}`
+	if paused {
+		patch = `{"spec":{"paused":true}}`
+	}
+	if err := c.Patch(context.Background(), u, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objectVersions maps the Clusters, control planes and MachineDeployments of ns to their
+// resourceVersions.
+func objectVersions(t *testing.T, c client.Client, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, gvk := range []schema.GroupVersionKind{clusterGVK,
+		{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"},
+		{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"}} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterMachineVersions maps each cluster of ns to its Machines' versions ("v1.35.0" when all
+// agree, else the sorted list).
+func clusterMachineVersions(t *testing.T, c client.Client, ns string) map[string]string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]map[string]bool{}
+	for _, m := range list.Items {
+		cl := m.GetLabels()[upgrade.ClusterNameLabel]
+		v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
+		if seen[cl] == nil {
+			seen[cl] = map[string]bool{}
+		}
+		seen[cl][v] = true
+	}
+	out := map[string]string{}
+	for cl, vs := range seen {
+		var l []string
+		for v := range vs {
+			l = append(l, v)
+		}
+		sort.Strings(l)
+		out[cl] = strings.Join(l, ",")
+	}
+	return out
+}
