@@ -76,7 +76,9 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	start := time.Now()
 	baseline := map[string]map[string]bool{}
 	var stop *FleetStop
-	err := install.Poll(ctx, a.req.PollInterval, d, func(ctx context.Context) (bool, error) {
+	// At least ten looks per soak: a soak shorter than the poll interval still watches.
+	interval := max(min(a.req.PollInterval, d/10), 10*time.Millisecond)
+	err := install.Poll(ctx, interval, d, func(ctx context.Context) (bool, error) {
 		for _, cu := range clusters {
 			if problem, evidence := a.soakCheck(ctx, cu, baseline); problem != "" {
 				stop = &FleetStop{At: "after wave " + w.Name(), Gate: GateSoak, Reason: fmt.Sprintf("cluster %s %s during the soak", cu.Ref(), problem), Details: evidence}
