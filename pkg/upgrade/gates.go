@@ -76,16 +76,17 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	start := time.Now()
 	baseline := map[string]map[string]bool{}
 	var stop *FleetStop
-	// At least ten looks per soak: a soak shorter than the poll interval still watches.
+	// At least ten looks per soak: a soak shorter than the poll interval still watches. The
+	// soak is over at the first look after its duration (the poll's own bound is a margin).
 	interval := max(min(a.req.PollInterval, d/10), 10*time.Millisecond)
-	err := install.Poll(ctx, interval, d, func(ctx context.Context) (bool, error) {
+	err := install.Poll(ctx, interval, d+2*interval, func(ctx context.Context) (bool, error) {
 		for _, cu := range clusters {
 			if problem, evidence := a.soakCheck(ctx, cu, baseline); problem != "" {
 				stop = &FleetStop{At: "after wave " + w.Name(), Gate: GateSoak, Reason: fmt.Sprintf("cluster %s %s during the soak", cu.Ref(), problem), Details: evidence}
 				return false, errSoakFinding
 			}
 		}
-		return false, nil
+		return time.Since(start) >= d, nil
 	})
 	res := GateResult{Gate: GateSoak, Seconds: since(start)}
 	switch {

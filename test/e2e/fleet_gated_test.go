@@ -74,11 +74,12 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the failing gate did not stop the rollout:\n%s", out)
 	}
-	rep := fleetReport(t, out)
+	// The report comes first, then the error that says why the run stopped.
+	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
 	if rep.Stop == nil || rep.Stop.Gate != upgrade.GateCommand || rep.Stop.At != "after wave canary" || strings.Join(rep.Stop.Details, "") != "canary smoke test failed on gated/g-1" {
 		t.Fatalf("stop %+v", rep.Stop)
 	}
-	if g := rep.Waves[0].Gates; len(g) != 2 || !g[0].Passed || g[0].Seconds < 25 || g[1].Passed {
+	if g := rep.Waves[0].Gates; len(g) != 2 || !g[0].Passed || g[0].Seconds < 30 || g[1].Passed {
 		t.Errorf("canary gates %+v: want a passed 30s soak and a failed gate command", g)
 	}
 	versions := clusterMachineVersions(t, mgmt.Client, fleetNS)
