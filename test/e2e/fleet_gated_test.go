@@ -52,6 +52,9 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	stale := filepath.Join(dir, "stale.json")
 	e.mustCapctl(mgmt, planArgs(stale)...)
 	setPaused(t, mgmt.Client, fleetNS, "g-4", true)
+	// The Cluster controller reports the pause in the status (a resourceVersion of its own):
+	// compare from the state it settles in.
+	settled(t, mgmt.Client, fleetNS, "g-4")
 	before := objectVersions(t, mgmt.Client, fleetNS)
 	out, err := e.capctl(mgmt, "upgrade", "apply", "--plan", stale)
 	if err == nil || !strings.Contains(out, "cluster gated/g-4: spec changed since the plan (metadata.generation") || !strings.Contains(out, "nothing more was changed") {
@@ -143,6 +146,33 @@ func setPaused(t *testing.T, c client.Client, ns, name string, paused bool) {
 	if err := c.Patch(context.Background(), u, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// settled waits until the Cluster reports Paused=True and its resourceVersion stays the same
+// for three seconds.
+func settled(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	last, since := "", time.Now()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		u, err := getClusterWith(c, ns, name)
+		if err != nil {
+			continue
+		}
+		if st, _ := condition(u, "Paused"); st != "True" || u.GetResourceVersion() != last {
+			last, since = u.GetResourceVersion(), time.Now()
+			continue
+		}
+		if time.Since(since) >= 3*time.Second {
+			return
+		}
+	}
+	t.Fatalf("cluster %s/%s did not settle paused", ns, name)
+}
+
+func getClusterWith(c client.Client, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterGVK)
+	return u, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
 }
 
 // objectVersions maps the Clusters, control planes and MachineDeployments of ns to their
