@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 	if r := rr.Waves[0].Clusters[0]; r.Result != upgrade.ResultUpToDate || len(r.Steps) != 0 {
 		t.Errorf("re-run: %s, steps %+v", r.Result, r.Steps)
 	}
-	if now := generationsOf(t, mgmt, chainNS); !mapsEqual(gens, now) {
+	if now := generationsOf(t, mgmt, chainNS); !maps.Equal(gens, now) {
 		t.Errorf("the re-run changed specs: generations %v, then %v", gens, now)
 	}
 }
@@ -223,6 +224,16 @@ func statusPlan(cl *unstructured.Unstructured, part string) []string {
 func generationsOf(t *testing.T, c *livemgmt.Cluster, ns string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
+	for _, it := range fleetObjects(t, c.Client, ns) {
+		out[it.GetKind()+"/"+it.GetName()] = it.GetGeneration()
+	}
+	return out
+}
+
+// fleetObjects lists the Clusters, control planes and MachineDeployments of ns.
+func fleetObjects(t *testing.T, c client.Client, ns string) []unstructured.Unstructured {
+	t.Helper()
+	var out []unstructured.Unstructured
 	for _, gvk := range []schema.GroupVersionKind{
 		clusterGVK.GroupVersion().WithKind("ClusterList"),
 		{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlaneList"},
@@ -230,24 +241,10 @@ func generationsOf(t *testing.T, c *livemgmt.Cluster, ns string) map[string]int6
 	} {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk)
-		if err := c.Client.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		if err := c.List(context.Background(), l, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
-		for _, it := range l.Items {
-			out[it.GetKind()+"/"+it.GetName()] = it.GetGeneration()
-		}
+		out = append(out, l.Items...)
 	}
 	return out
-}
-
-func mapsEqual(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

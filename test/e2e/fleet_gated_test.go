@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,9 +12,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/livemgmt"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
@@ -54,13 +55,13 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	setPaused(t, mgmt.Client, fleetNS, "g-4", true)
 	// The Cluster controller reports the pause in the status (a resourceVersion of its own):
 	// compare from the state it settles in.
-	settled(t, mgmt.Client, fleetNS, "g-4")
+	settled(t, mgmt, fleetNS, "g-4")
 	before := objectVersions(t, mgmt.Client, fleetNS)
 	out, err := e.capctl(mgmt, "upgrade", "apply", "--plan", stale)
 	if err == nil || !strings.Contains(out, "cluster gated/g-4: spec changed since the plan (metadata.generation") || !strings.Contains(out, "nothing more was changed") {
 		t.Fatalf("apply --plan of a stale plan: %v\n%s", err, out)
 	}
-	if after := objectVersions(t, mgmt.Client, fleetNS); !equalMaps(before, after) {
+	if after := objectVersions(t, mgmt.Client, fleetNS); !maps.Equal(before, after) {
 		t.Errorf("a refused apply changed objects:\n%v\n%v", before, after)
 	}
 	setPaused(t, mgmt.Client, fleetNS, "g-4", false)
@@ -150,11 +151,11 @@ func setPaused(t *testing.T, c client.Client, ns, name string, paused bool) {
 
 // settled waits until the Cluster reports Paused=True and its resourceVersion stays the same
 // for three seconds.
-func settled(t *testing.T, c client.Client, ns, name string) {
+func settled(t *testing.T, c *livemgmt.Cluster, ns, name string) {
 	t.Helper()
 	last, since := "", time.Now()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		u, err := getClusterWith(c, ns, name)
+		u, err := getCluster(context.Background(), c, ns, name)
 		if err != nil {
 			continue
 		}
@@ -169,42 +170,15 @@ func settled(t *testing.T, c client.Client, ns, name string) {
 	t.Fatalf("cluster %s/%s did not settle paused", ns, name)
 }
 
-func getClusterWith(c client.Client, ns, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(clusterGVK)
-	return u, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
-}
-
 // objectVersions maps the Clusters, control planes and MachineDeployments of ns to their
 // resourceVersions.
 func objectVersions(t *testing.T, c client.Client, ns string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, gvk := range []schema.GroupVersionKind{clusterGVK,
-		{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"},
-		{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"}} {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range list.Items {
-			out[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
+	for _, o := range fleetObjects(t, c, ns) {
+		out[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
 	}
 	return out
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // clusterMachineVersions maps each cluster of ns to its Machines' versions ("v1.35.0" when all
