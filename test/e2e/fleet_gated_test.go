@@ -11,19 +11,23 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/pkg/diagnose"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
 // TestGatedFleetRolloutLive: four in-memory ClusterClass clusters without wave labels. A plan is
 // saved; one cluster is then edited (paused): `apply --plan` refuses naming that cluster and its
 // spec change, and changes nothing (resourceVersions compared). A new plan with --canary 1
-// --soak 30s and a --gate-command that fails stops after the canary wave with only the canary
-// upgraded; once the gate passes, the same `apply --plan` finishes the other three, and `upgrade
-// history` shows both runs as they went.
+// --soak 30s and a --gate-command that fails: the first run loses the canary's infrastructure
+// controller (CAPD scaled to 0) during the soak, which stops it naming the cluster and the new
+// finding; the second, CAPD back, stops at the failing gate with only the canary upgraded; once
+// the gate passes, the same `apply --plan` finishes the other three, and `upgrade history` shows
+// the three runs as they went.
 func TestGatedFleetRolloutLive(t *testing.T) {
 	const (
 		fleetNS = "gated"
@@ -72,9 +76,42 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	if !strings.Contains(planOut, "canary") || !strings.Contains(planOut, "Plan saved to "+path) {
 		t.Fatalf("plan:\n%s", planOut)
 	}
+	// First run: during the canary's soak its infrastructure provider's controller goes away
+	// (CAPD scaled to 0): a new diagnose finding, so the soak stops the rollout and names it.
 	start := time.Now()
+	run := e.startCapctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
+	if !run.waitOutput("Wave canary: soaking 30s", 8*time.Minute) {
+		run.wait()
+		t.Fatal("the canary wave never reached its soak")
+	}
+	// The soak's baseline is what diagnose finds at its first look: the controller goes a few
+	// looks later (a look every 3 s), its pod at once (no grace period), within the 30 s.
+	time.Sleep(8 * time.Second)
+	scaleCAPD(t, mgmt, 0)
+	if err := mgmt.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("capd-system"), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	soakOut, _, err := run.wait()
+	t.Logf("first run (stopped in the soak): %s", time.Since(start).Round(time.Second))
+	if err == nil {
+		t.Fatalf("the soak did not stop the rollout when the canary's infrastructure controller went away:\n%s", soakOut)
+	}
+	soakRep := fleetReport(t, soakOut)
+	if soakRep.Stop == nil || soakRep.Stop.Gate != upgrade.GateSoak || soakRep.Stop.At != "after wave canary" ||
+		!strings.Contains(soakRep.Stop.Reason, "gated/g-1") || !strings.Contains(soakRep.Stop.Reason+strings.Join(soakRep.Stop.Details, " "), diagnose.RuleProviderController) {
+		t.Fatalf("soak stop %+v: want the canary gated/g-1 named with the new %s finding", soakRep.Stop, diagnose.RuleProviderController)
+	}
+	t.Logf("soak stop: %s; evidence: %s", soakRep.Stop.Reason, strings.Join(soakRep.Stop.Details, "; "))
+	scaleCAPD(t, mgmt, 1)
+	waitFor(t, 3*time.Minute, "CAPD to run again", func() bool { return capdReady(context.Background(), mgmt) })
+	for _, name := range names {
+		e.waitAvailable(mgmt, fleetNS, name, 5*time.Minute)
+	}
+
+	// Second run, CAPD back: the soak passes, and the gate fails.
+	start = time.Now()
 	out, err = e.capctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
-	t.Logf("first run: %s", time.Since(start).Round(time.Second))
+	t.Logf("second run: %s", time.Since(start).Round(time.Second))
 	if err == nil {
 		t.Fatalf("the failing gate did not stop the rollout:\n%s", out)
 	}
@@ -97,7 +134,7 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	}
 	start = time.Now()
 	out = e.mustCapctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
-	t.Logf("second run: %s", time.Since(start).Round(time.Second))
+	t.Logf("third run: %s", time.Since(start).Round(time.Second))
 	rep2 := fleetReport(t, out)
 	for _, w := range rep2.Waves {
 		for _, c := range w.Clusters {
@@ -121,15 +158,19 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.mustCapctl(mgmt, "upgrade", "history", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 2 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record {
-		t.Fatalf("history %+v, want the second then the first run", recs)
+	if len(recs) != 3 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[2].Name != soakRep.Record {
+		t.Fatalf("history %+v, want the third, second and first runs", recs)
+	}
+	if recs[2].State != upgrade.RolloutStopped || recs[2].Stop == nil || recs[2].Stop.Gate != upgrade.GateSoak ||
+		recs[2].Waves[0].Clusters[0].Result != upgrade.ResultUpgraded || recs[2].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
+		t.Errorf("first run's record %+v: want stopped by the soak", recs[2])
 	}
 	if recs[1].State != upgrade.RolloutStopped || recs[1].Stop == nil || recs[1].Stop.Gate != upgrade.GateCommand || recs[1].PlanDigest == "" ||
-		recs[1].Waves[0].Clusters[0].Result != upgrade.ResultUpgraded || recs[1].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
-		t.Errorf("first run's record %+v", recs[1])
+		recs[1].Waves[0].Clusters[0].Result != upgrade.ResultUpToDate || recs[1].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
+		t.Errorf("second run's record %+v", recs[1])
 	}
 	if recs[0].State != upgrade.RolloutSucceeded || recs[0].PlanDigest != recs[1].PlanDigest || recs[0].User == "" {
-		t.Errorf("second run's record %+v", recs[0])
+		t.Errorf("third run's record %+v", recs[0])
 	}
 	e.mustCapctl(mgmt, "upgrade", "history", rep.Record)
 }
