@@ -241,11 +241,11 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmFetch, cmObjs, err := prefetchCertManager(ctx, cl, cmCfg)
+	cmFetch, cmObjs, cmCRDs, err := prefetchCertManager(ctx, cl, cmCfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkKinds(ctx, c, plan, todo, crdsOf(cmObjs)); err != nil {
+	if err := checkKinds(ctx, c, plan, todo, cmCRDs); err != nil {
 		return nil, err
 	}
 	if err := checkPermissions(ctx, c, plan, todo, cmObjs); err != nil {
@@ -418,24 +418,35 @@ func incomplete(err error, plan []Planned, todo, setPlan []int, cm *certmanager.
 // is there at all (it will be installed), so that a cert-manager that cannot be fetched refuses
 // the init before anything is written. With a cert-manager present, clusterctl's probe decides
 // later and the components are fetched only if needed. It returns the Fetch to give
-// certmanager.Ensure and the prefetched objects (none when cert-manager is there).
-func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager) (func(context.Context) (*certmanager.Components, error), []unstructured.Unstructured, error) {
+// certmanager.Ensure, the prefetched objects (none when cert-manager is there) and the CRDs the
+// providers' kinds may rely on: also those of a cert-manager capctl or clusterctl installed, so
+// that one an interrupted init left with only part of its CRDs (which the probe then installs
+// again) does not refuse the providers' Issuers.
+func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager) (func(context.Context) (*certmanager.Components, error), []unstructured.Unstructured, []unstructured.Unstructured, error) {
 	fetch := func(ctx context.Context) (*certmanager.Components, error) { return certmanager.Fetch(ctx, cl.Repo, "") }
 	own, err := certmanager.Owner(ctx, cl.Cluster)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if own.Managed || own.Foreign || cfg.ExternallyProvisioned {
-		return fetch, nil, nil
+	if own.Foreign || cfg.ExternallyProvisioned {
+		return fetch, nil, nil, nil
+	}
+	if own.Managed {
+		comps, err := fetch(ctx)
+		if err != nil {
+			// The probe may find it complete: fetched again only if it must be installed.
+			return fetch, nil, nil, nil
+		}
+		return func(context.Context) (*certmanager.Components, error) { return comps, nil }, nil, crdsOf(comps.Objects), nil
 	}
 	comps, err := fetch(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fetching cert-manager %s (nothing was changed): %w", cfg.Version, err)
+		return nil, nil, nil, fmt.Errorf("fetching cert-manager %s (nothing was changed): %w", cfg.Version, err)
 	}
 	if err := install.CheckKinds(ctx, cl.Cluster, "cert-manager "+comps.Version+" ("+comps.URL+")", comps.Objects); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return func(context.Context) (*certmanager.Components, error) { return comps, nil }, comps.Objects, nil
+	return func(context.Context) (*certmanager.Components, error) { return comps, nil }, comps.Objects, crdsOf(comps.Objects), nil
 }
 
 // checkPermissions is init's permission preflight (the table's "init" rules), with every kind of
