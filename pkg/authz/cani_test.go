@@ -16,9 +16,7 @@ import (
 // permission at once, with a ClusterRole granting them, which, applied and bound, makes the
 // answer yes.
 func TestCanIOnAPIServerWithRBAC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a real API server")
-	}
+	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	ask := func(c client.Client) *CanIResult {
