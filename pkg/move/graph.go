@@ -519,15 +519,41 @@ func keepSharedClasses(ctx context.Context, c client.Reader, g *Graph, ns string
 func key(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
 // BuildGraph builds nodes, edges, tenants, the move set and the order from listed objects. It is
-// linear in objects plus edges.
+// linear in objects plus edges. Each phase is a method of graphBuilder, run in this order.
 func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope Scope) (*Graph, error) {
-	g := &Graph{Nodes: make(map[types.UID]*Node, len(objs)), Types: typesToList}
-	typeByGK := map[schema.GroupKind]TypeInfo{}
-	for _, t := range typesToList {
-		typeByGK[t.GVK.GroupKind()] = t
+	b := newGraphBuilder(objs, typesToList)
+	b.linkOwners()
+	b.linkSoftOwners()
+	b.markTenants()
+	b.markUserPaused()
+	if err := b.selectMoveSet(scope); err != nil {
+		return nil, err
 	}
-	byKey := make(map[string]*Node, len(objs))
-	var nodes []*Node
+	b.excludeUnmovedOwners()
+	order(b.g, b.nodes)
+	b.listExclusions(scope)
+	return b.g, nil
+}
+
+// graphBuilder holds what BuildGraph's phases share: the graph, its nodes in a stable order
+// (kind, namespace, name), and the lookups by group/kind and by "Kind/namespace/name".
+type graphBuilder struct {
+	g        *Graph
+	typeByGK map[schema.GroupKind]TypeInfo
+	byKey    map[string]*Node
+	nodes    []*Node
+}
+
+// newGraphBuilder makes one node per listed object (the journal excepted), sorted.
+func newGraphBuilder(objs []unstructured.Unstructured, typesToList []TypeInfo) *graphBuilder {
+	b := &graphBuilder{
+		g:        &Graph{Nodes: make(map[types.UID]*Node, len(objs)), Types: typesToList},
+		typeByGK: map[schema.GroupKind]TypeInfo{},
+		byKey:    make(map[string]*Node, len(objs)),
+	}
+	for _, t := range typesToList {
+		b.typeByGK[t.GVK.GroupKind()] = t
+	}
 	for i := range objs {
 		o := &objs[i]
 		if _, ok := o.GetLabels()[JournalLabel]; ok {
@@ -539,7 +565,7 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			Ref:   Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()},
 			Level: -1,
 		}
-		t := typeByGK[gvk.GroupKind()]
+		t := b.typeByGK[gvk.GroupKind()]
 		n.Global = !t.Namespaced
 		labels := o.GetLabels()
 		_, objMove := labels[MoveLabel]
@@ -547,33 +573,21 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 		n.force = t.ForceMove || objMove || objHier
 		_, n.blocked = o.GetAnnotations()[BlockMoveAnnotation]
 		n.sortKey = n.Ref.String()
-		g.Nodes[n.Ref.UID] = n
-		byKey[key(gvk.Kind, n.Ref.Namespace, n.Ref.Name)] = n
-		nodes = append(nodes, n)
+		b.g.Nodes[n.Ref.UID] = n
+		b.byKey[key(gvk.Kind, n.Ref.Namespace, n.Ref.Name)] = n
+		b.nodes = append(b.nodes, n)
 	}
 	// Stable order: by kind, namespace, name.
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].sortKey < nodes[j].sortKey })
+	sort.Slice(b.nodes, func(i, j int) bool { return b.nodes[i].sortKey < b.nodes[j].sortKey })
+	return b
+}
 
-	addSoft := func(child, owner *Node) {
-		if child == nil || owner == nil || child == owner {
-			return
-		}
-		for _, u := range child.Owners {
-			if u == owner.Ref.UID {
-				return
-			}
-		}
-		for _, u := range child.SoftOwners {
-			if u == owner.Ref.UID {
-				return
-			}
-		}
-		child.SoftOwners = append(child.SoftOwners, owner.Ref.UID)
-		owner.children = append(owner.children, child)
-	}
-	for _, n := range nodes {
+// linkOwners adds the edges of owner references; a reference to an object not listed is kept
+// as missing.
+func (b *graphBuilder) linkOwners() {
+	for _, n := range b.nodes {
 		for _, ref := range n.Obj.GetOwnerReferences() {
-			owner, ok := g.Nodes[ref.UID]
+			owner, ok := b.g.Nodes[ref.UID]
 			if !ok {
 				n.missing = append(n.missing, ref)
 				continue
@@ -582,32 +596,54 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			owner.children = append(owner.children, n)
 		}
 	}
-	isCluster := func(n *Node) bool {
-		return n.Ref.Kind == "Cluster" && strings.HasPrefix(n.Ref.APIVersion, "cluster.x-k8s.io/")
+}
+
+// addSoft makes owner a soft owner of child, once, unless it already owns it.
+func addSoft(child, owner *Node) {
+	if child == nil || owner == nil || child == owner {
+		return
 	}
-	for _, n := range nodes {
+	for _, u := range child.Owners {
+		if u == owner.Ref.UID {
+			return
+		}
+	}
+	for _, u := range child.SoftOwners {
+		if u == owner.Ref.UID {
+			return
+		}
+	}
+	child.SoftOwners = append(child.SoftOwners, owner.Ref.UID)
+	owner.children = append(owner.children, child)
+}
+
+// linkSoftOwners adds the edges owner references do not say: a Cluster's Secrets by name, the
+// ClusterClass a Cluster uses, a ClusterResourceSetBinding's Cluster, a ClusterResourceSet's
+// resources and a ClusterClass's templates.
+func (b *graphBuilder) linkSoftOwners() {
+	for _, n := range b.nodes {
 		o := n.Obj.Object
 		switch {
 		case n.Ref.APIVersion == "v1" && (n.Ref.Kind == "Secret" || n.Ref.Kind == "ConfigMap") && len(n.Obj.GetOwnerReferences()) == 0:
 			for _, purpose := range softOwnedSecretSuffixes {
 				if name := n.Ref.Name; strings.HasSuffix(name, "-"+purpose) {
-					if c := byKey[key("Cluster", n.Ref.Namespace, strings.TrimSuffix(name, "-"+purpose))]; c != nil && isCluster(c) {
+					if c := b.byKey[key("Cluster", n.Ref.Namespace, strings.TrimSuffix(name, "-"+purpose))]; c != nil && isClusterNode(c) {
 						addSoft(n, c)
 						break
 					}
 				}
 			}
-		case isCluster(n):
+		case isClusterNode(n):
 			if ns, name := classRef(n.Obj); name != "" {
-				if cc := byKey[key("ClusterClass", ns, name)]; cc != nil {
+				if cc := b.byKey[key("ClusterClass", ns, name)]; cc != nil {
 					addSoft(n, cc)
 				} else {
-					g.Warnings = append(g.Warnings, fmt.Sprintf("Cluster %s/%s uses ClusterClass %s/%s, which was not found in the listed namespaces; it is not copied (move it first, or use -A)", n.Ref.Namespace, n.Ref.Name, ns, name))
+					b.g.Warnings = append(b.g.Warnings, fmt.Sprintf("Cluster %s/%s uses ClusterClass %s/%s, which was not found in the listed namespaces; it is not copied (move it first, or use -A)", n.Ref.Namespace, n.Ref.Name, ns, name))
 				}
 			}
 		case n.Ref.Kind == "ClusterResourceSetBinding":
 			if name, _, _ := unstructured.NestedString(o, "spec", "clusterName"); name != "" {
-				addSoft(n, byKey[key("Cluster", n.Ref.Namespace, name)])
+				addSoft(n, b.byKey[key("Cluster", n.Ref.Namespace, name)])
 			}
 		case n.Ref.Kind == "ClusterResourceSet":
 			res, _, _ := unstructured.NestedSlice(o, "spec", "resources")
@@ -616,31 +652,33 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 				kind, _ := m["kind"].(string)
 				name, _ := m["name"].(string)
 				if kind == "Secret" || kind == "ConfigMap" {
-					addSoft(byKey[key(kind, n.Ref.Namespace, name)], n)
+					addSoft(b.byKey[key(kind, n.Ref.Namespace, name)], n)
 				}
 			}
 		case n.Ref.Kind == "ClusterClass":
 			walkTemplateRefs(o["spec"], func(kind, name string) {
-				addSoft(byKey[key(kind, n.Ref.Namespace, name)], n)
+				addSoft(b.byKey[key(kind, n.Ref.Namespace, name)], n)
 			})
 		}
 	}
+}
 
-	// Tenants: walk from every root (move-hierarchy types or labels) over owned and soft-owned
-	// descendants. Clusters are walked first so every object learns the Cluster it belongs to.
+// markTenants walks from every root (move-hierarchy types or labels) over owned and soft-owned
+// descendants. Clusters are walked first so every object learns the Cluster it belongs to.
+func (b *graphBuilder) markTenants() {
 	var roots []*Node
-	for _, n := range nodes {
-		t := typeByGK[n.Obj.GroupVersionKind().GroupKind()]
+	for _, n := range b.nodes {
+		t := b.typeByGK[n.Obj.GroupVersionKind().GroupKind()]
 		_, objHier := n.Obj.GetLabels()[MoveHierarchyLabel]
 		if t.ForceMoveHierarchy || objHier {
 			roots = append(roots, n)
 		}
 	}
-	sort.SliceStable(roots, func(i, j int) bool { return isCluster(roots[i]) && !isCluster(roots[j]) })
-	visitedBy := make(map[*Node]*Node, len(nodes))
+	sort.SliceStable(roots, func(i, j int) bool { return isClusterNode(roots[i]) && !isClusterNode(roots[j]) })
+	visitedBy := make(map[*Node]*Node, len(b.nodes))
 	for _, r := range roots {
 		clusterName := ""
-		if isCluster(r) {
+		if isClusterNode(r) {
 			clusterName = r.Ref.Namespace + "/" + r.Ref.Name
 		}
 		stack := []*Node{r}
@@ -658,7 +696,7 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			for _, ch := range n.children {
 				// A ClusterClass's walk does not descend into the Clusters using it: they are
 				// roots of their own.
-				if visitedBy[ch] == r || (isCluster(ch) && ch != r) {
+				if visitedBy[ch] == r || (isClusterNode(ch) && ch != r) {
 					continue
 				}
 				visitedBy[ch] = r
@@ -666,10 +704,13 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			}
 		}
 	}
+}
 
-	// Pause state of Clusters and ClusterClasses before the move.
-	for _, n := range nodes {
-		if isCluster(n) {
+// markUserPaused records the pause state of Clusters and ClusterClasses before the move (a
+// pause capctl set is not the user's).
+func (b *graphBuilder) markUserPaused() {
+	for _, n := range b.nodes {
+		if isClusterNode(n) {
 			paused, _, _ := unstructured.NestedBool(n.Obj.Object, "spec", "paused")
 			_, ours := n.Obj.GetAnnotations()[MovePausedAnnotation]
 			n.UserPaused = paused && !ours
@@ -680,21 +721,24 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			n.UserPaused = paused && !ours
 		}
 	}
+}
 
-	// The move set.
+// selectMoveSet marks what moves: the chosen clusters' subtrees (selectClusters), or every
+// tenant and forced object.
+func (b *graphBuilder) selectMoveSet(scope Scope) error {
 	if len(scope.Clusters) > 0 {
-		if err := selectClusters(g, nodes, byKey, scope, isCluster); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, n := range nodes {
-			n.inMove = n.tenant || n.force
-		}
+		return b.selectClusters(scope)
 	}
+	for _, n := range b.nodes {
+		n.inMove = n.tenant || n.force
+	}
+	return nil
+}
 
-	// Owners that do not exist or are not moved exclude the object and, through the order below,
-	// everything it owns.
-	for _, n := range nodes {
+// excludeUnmovedOwners excludes objects whose owners do not exist or are not moved; through the
+// order, everything they own is excluded too.
+func (b *graphBuilder) excludeUnmovedOwners() {
+	for _, n := range b.nodes {
 		if !n.inMove {
 			continue
 		}
@@ -704,17 +748,18 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			continue
 		}
 		for _, u := range n.Owners {
-			if o := g.Nodes[u]; !o.inMove {
+			if o := b.g.Nodes[u]; !o.inMove {
 				n.excluded = fmt.Sprintf("its owner %s is not moved (%s)", o.Ref, notMovedReason(o))
 				break
 			}
 		}
 	}
-	order(g, nodes)
+}
 
-	// Exclusions worth showing: objects of Cluster API kinds, and Secrets/ConfigMaps that look
-	// like they belong to a cluster, that are not moved.
-	for _, n := range nodes {
+// listExclusions lists the exclusions worth showing: objects of Cluster API kinds, and
+// Secrets/ConfigMaps that look like they belong to a cluster, that are not moved.
+func (b *graphBuilder) listExclusions(scope Scope) {
+	for _, n := range b.nodes {
 		if n.Level >= 0 {
 			continue
 		}
@@ -726,25 +771,27 @@ func BuildGraph(objs []unstructured.Unstructured, typesToList []TypeInfo, scope 
 			if !looksRelated(n) {
 				continue
 			}
-			reason = notMovedReason(n)
-			if len(n.missing) > 0 {
-				r := n.missing[0]
-				reason = fmt.Sprintf("its owner %s %s (uid %s) does not exist, so it is not linked with any Cluster", r.Kind, r.Name, r.UID)
-			} else {
-				for _, u := range n.Owners {
-					if o := g.Nodes[u]; !o.inMove {
-						reason = fmt.Sprintf("its owner %s is not moved", o.Ref)
-						break
-					}
-				}
-			}
+			reason = b.unmovedReason(n)
 		}
 		if reason == "" {
 			reason = "it is part of an ownership cycle"
 		}
-		g.Excluded = append(g.Excluded, Exclusion{Object: n.Ref, Reason: reason})
+		b.g.Excluded = append(b.g.Excluded, Exclusion{Object: n.Ref, Reason: reason})
 	}
-	return g, nil
+}
+
+// unmovedReason says why an object outside the move set is not moved.
+func (b *graphBuilder) unmovedReason(n *Node) string {
+	if len(n.missing) > 0 {
+		r := n.missing[0]
+		return fmt.Sprintf("its owner %s %s (uid %s) does not exist, so it is not linked with any Cluster", r.Kind, r.Name, r.UID)
+	}
+	for _, u := range n.Owners {
+		if o := b.g.Nodes[u]; !o.inMove {
+			return fmt.Sprintf("its owner %s is not moved", o.Ref)
+		}
+	}
+	return notMovedReason(n)
 }
 
 func notMovedReason(n *Node) string {
@@ -773,7 +820,8 @@ func looksRelated(n *Node) bool {
 
 // selectClusters marks the subtrees of the chosen clusters, plus copies (kept in the source) of
 // the ClusterClasses, ClusterResourceSets and other owners they need.
-func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope, isCluster func(*Node) bool) error {
+func (b *graphBuilder) selectClusters(scope Scope) error {
+	g, nodes, byKey := b.g, b.nodes, b.byKey
 	var missing []string
 	var stack []*Node
 	for _, name := range scope.Clusters {
@@ -785,7 +833,7 @@ func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope
 			var found []*Node
 			var where []string
 			for _, n := range nodes {
-				if isCluster(n) && n.Ref.Name == name {
+				if isClusterNode(n) && n.Ref.Name == name {
 					found = append(found, n)
 					where = append(where, n.Ref.Namespace+"/"+name)
 				}
@@ -801,7 +849,7 @@ func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope
 			continue
 		}
 		c := byKey[key("Cluster", ns, name)]
-		if c == nil || !isCluster(c) {
+		if c == nil || !isClusterNode(c) {
 			missing = append(missing, ns+"/"+name)
 			continue
 		}
@@ -818,7 +866,7 @@ func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope
 		}
 		n.inMove = true
 		for _, ch := range n.children {
-			if !isCluster(ch) {
+			if !isClusterNode(ch) {
 				stack = append(stack, ch)
 			}
 		}
@@ -842,7 +890,7 @@ func selectClusters(g *Graph, nodes []*Node, byKey map[string]*Node, scope Scope
 			o.inMove, o.KeepInSource = true, true
 			up = append(up, o)
 			for _, ch := range o.children {
-				if !ch.inMove && ch.Cluster == "" && !isCluster(ch) {
+				if !ch.inMove && ch.Cluster == "" && !isClusterNode(ch) {
 					ch.inMove, ch.KeepInSource = true, true
 					up = append(up, ch)
 				}
