@@ -19,6 +19,7 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/lease"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -177,222 +178,295 @@ func nothingToMove(scope Scope, src *cluster.Client) error {
 // first delete, and an interrupted run, re-run or resumed, continues from the journal.
 func Move(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report, error) {
 	opts.defaults()
+	return moveClusters(ctx, src, dst, opts)
+}
+
+// moveClusters is Move with opts already defaulted (Options.defaults): it runs the stages of
+// moveRun in order, each only once the one before it succeeded.
+func moveClusters(ctx context.Context, src, dst *cluster.Client, opts Options) (*Report, error) {
 	start := opts.Now()
 	srcReq, dstReq := src.Requests(), dst.Requests()
-	rep := &Report{}
+	r := &moveRun{src: src, dst: dst, opts: opts, rep: &Report{}}
 	defer func() {
-		rep.SourceRequests = src.Requests() - srcReq
-		rep.TargetRequests = dst.Requests() - dstReq
-		rep.Seconds = opts.Now().Sub(start).Seconds()
+		r.rep.SourceRequests = src.Requests() - srcReq
+		r.rep.TargetRequests = dst.Requests() - dstReq
+		r.rep.Seconds = opts.Now().Sub(start).Seconds()
 	}()
-	log := opts.Log
 	// --resume without -n/-A looks for the journal in every namespace; with them, only there.
-	anywhere := opts.Scope.Namespace == "" && !opts.Scope.AllNamespaces
-	opts.Scope = opts.Scope.resolve(src)
+	r.anywhere = r.opts.Scope.Namespace == "" && !r.opts.Scope.AllNamespaces
+	r.opts.Scope = r.opts.Scope.resolve(src)
 
-	srcID, err := ClusterID(ctx, src)
-	if err != nil {
-		return rep, fmt.Errorf("source cluster %s: %w", src.Config.Host, err)
+	if err := r.checkClusters(ctx); err != nil {
+		return r.rep, err
 	}
-	dstID, err := ClusterID(ctx, dst)
-	if err != nil {
-		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
-	}
-	if srcID == dstID || src.Config.Host == dst.Config.Host {
-		return rep, fmt.Errorf("%w: %s (kubeconfig %s) and %s (kubeconfig %s) are the same cluster; pass the kubeconfig of another management cluster with --to-kubeconfig",
-			ErrSameCluster, src.Config.Host, src.KubeconfigPath, dst.Config.Host, dst.KubeconfigPath)
-	}
-
-	// The contracts come first: a move into an older contract is refused before anything is
-	// written (not even the lock).
-	if rep.Contracts, err = checkContracts(ctx, src, dst, nil); err != nil {
-		return rep, err
-	}
-
 	// The namespace lock comes before the journal is read: what the journal says (and what the
 	// source holds) only stays true while no other capctl run works on the namespace.
-	lk, lctx, err := acquireLock(ctx, src, lockNamespaces(ctx, src, opts.Scope, opts.Resume && anywhere), "move", dst.Config.Host, opts)
+	lk, lctx, err := acquireLock(ctx, src, lockNamespaces(ctx, src, r.opts.Scope, r.opts.Resume && r.anywhere), "move", dst.Config.Host, r.opts)
 	if err != nil {
-		return rep, err
+		return r.rep, err
 	}
 	defer lk.Release(ctx)
-	ctx = lctx
+	r.lk = lk
+	for _, stage := range []func(context.Context) error{
+		r.openJournal, r.readGraph, r.checkTarget, r.recordJournal, r.copyToTarget, r.verify, r.deleteFromSource, r.settle,
+	} {
+		if err := stage(lctx); err != nil {
+			return r.rep, err
+		}
+	}
+	return r.rep, nil
+}
 
-	j, warnings, err := openJournal(ctx, src, opts, anywhere)
-	rep.Warnings = append(rep.Warnings, warnings...)
+// moveRun is one Move in progress: what each stage found, for the stages after it.
+type moveRun struct {
+	src, dst *cluster.Client
+	opts     Options
+	rep      *Report
+	// anywhere: --resume without -n/-A, which looks for the journal in every namespace.
+	anywhere bool
+	dstID    string
+	lk       *lease.Set
+	j        *journal // the journal this run continues (nil: none) or, from recordJournal, writes
+	g, tg    *Graph   // the graph as the source stores it, and as the target does
+	existing map[string]*unstructured.Unstructured
+	m        *mover
+}
+
+// checkClusters refuses a target that is the source, and a move into an older contract, before
+// anything is written (not even the lock).
+func (r *moveRun) checkClusters(ctx context.Context) error {
+	srcID, err := ClusterID(ctx, r.src)
 	if err != nil {
-		return rep, err
+		return fmt.Errorf("source cluster %s: %w", r.src.Config.Host, err)
 	}
-	if j != nil {
-		opts.Scope = j.Scope
-		if err := lk.Add(ctx, []string{j.namespace}); err != nil {
-			return rep, err
-		}
+	if r.dstID, err = ClusterID(ctx, r.dst); err != nil {
+		return fmt.Errorf("target cluster %s: %w", r.dst.Config.Host, err)
 	}
-	if j != nil && j.TargetID != dstID {
-		if !opts.RestartTarget {
-			return rep, fmt.Errorf("%w: the move %s (started %s, phase %s) of %s was recorded towards the cluster with kube-system UID %s at %s, but %s is the cluster with UID %s (another cluster, or the same address rebuilt).\n"+
-				"If the original target still exists, re-run with its kubeconfig. If it was lost or rebuilt, re-run with --resume --restart-target: capctl re-creates every object in this cluster from the journal's copy of the objects as they were before the move, then finishes the move",
-				ErrOtherTarget, j.MoveID, j.Started.Format(time.RFC3339), j.Phase, j.Scope, j.TargetID, j.Target, dst.Config.Host, dstID)
-		}
-	} else if opts.RestartTarget {
-		if j == nil {
-			return rep, fmt.Errorf("--restart-target: no unfinished move is recorded in %s; nothing to restart", src.Config.Host)
-		}
-		return rep, fmt.Errorf("--restart-target: the unfinished move %s is already recorded towards %s (UID %s); re-run without --restart-target", j.MoveID, dst.Config.Host, dstID)
+	if srcID == r.dstID || r.src.Config.Host == r.dst.Config.Host {
+		return fmt.Errorf("%w: %s (kubeconfig %s) and %s (kubeconfig %s) are the same cluster; pass the kubeconfig of another management cluster with --to-kubeconfig",
+			ErrSameCluster, r.src.Config.Host, r.src.KubeconfigPath, r.dst.Config.Host, r.dst.KubeconfigPath)
 	}
+	r.rep.Contracts, err = checkContracts(ctx, r.src, r.dst, nil)
+	return err
+}
 
-	// The graph: the journal's copy once deleting started (the source is no longer complete, and
-	// what is left of it may carry delete-phase changes); a fresh discovery otherwise.
+// openJournal finds the unfinished move this run continues (its scope wins), locks its namespace
+// and checks it was recorded towards this target (or --restart-target says another one).
+func (r *moveRun) openJournal(ctx context.Context) error {
+	j, warnings, err := openJournal(ctx, r.src, r.opts, r.anywhere)
+	r.rep.Warnings = append(r.rep.Warnings, warnings...)
+	if err != nil {
+		return err
+	}
+	r.j = j
+	if j != nil {
+		r.opts.Scope = j.Scope
+		if err := r.lk.Add(ctx, []string{j.namespace}); err != nil {
+			return err
+		}
+	}
+	if j != nil && j.TargetID != r.dstID {
+		if !r.opts.RestartTarget {
+			return fmt.Errorf("%w: the move %s (started %s, phase %s) of %s was recorded towards the cluster with kube-system UID %s at %s, but %s is the cluster with UID %s (another cluster, or the same address rebuilt).\n"+
+				"If the original target still exists, re-run with its kubeconfig. If it was lost or rebuilt, re-run with --resume --restart-target: capctl re-creates every object in this cluster from the journal's copy of the objects as they were before the move, then finishes the move",
+				ErrOtherTarget, j.MoveID, j.Started.Format(time.RFC3339), j.Phase, j.Scope, j.TargetID, j.Target, r.dst.Config.Host, r.dstID)
+		}
+	} else if r.opts.RestartTarget {
+		if j == nil {
+			return fmt.Errorf("--restart-target: no unfinished move is recorded in %s; nothing to restart", r.src.Config.Host)
+		}
+		return fmt.Errorf("--restart-target: the unfinished move %s is already recorded towards %s (UID %s); re-run without --restart-target", j.MoveID, r.dst.Config.Host, r.dstID)
+	}
+	return nil
+}
+
+// readGraph reads the graph: the journal's copy once deleting started (the source is no longer
+// complete, and what is left of it may carry delete-phase changes); a fresh discovery otherwise.
+// Every namespace of the graph is locked before anything is paused.
+func (r *moveRun) readGraph(ctx context.Context) error {
+	log, j := r.opts.Log, r.j
 	var g *Graph
+	var err error
 	if j != nil && j.Phase == phaseDeleting {
 		log.Info("Resuming an unfinished move from its journal", "moveID", j.MoveID, "phase", j.Phase, "started", j.Started.Format(time.RFC3339))
-		if g, err = readSnapshot(ctx, src, j); err != nil {
-			return rep, err
+		if g, err = readSnapshot(ctx, r.src, j); err != nil {
+			return err
 		}
 	} else {
 		if j != nil {
 			log.Info("Resuming an unfinished move (nothing was deleted yet: reading the source again)", "moveID", j.MoveID, "started", j.Started.Format(time.RFC3339))
 		}
-		log.Info("Discovering Cluster API objects", "scope", opts.Scope.String())
-		if g, err = discoverLocked(ctx, src, opts.Scope, lk); err != nil {
-			return rep, err
+		log.Info("Discovering Cluster API objects", "scope", r.opts.Scope.String())
+		if g, err = discoverLocked(ctx, r.src, r.opts.Scope, r.lk); err != nil {
+			return err
 		}
-		rep.Warnings = append(rep.Warnings, sanitize(g)...)
+		r.rep.Warnings = append(r.rep.Warnings, sanitize(g)...)
 	}
-	// Every namespace of the graph is locked before anything is paused.
-	if err := lk.Add(ctx, graphNamespaces(g)); err != nil {
-		return rep, err
+	if err := r.lk.Add(ctx, graphNamespaces(g)); err != nil {
+		return err
 	}
-	rep.Resumed = j != nil
-	rep.Scope = opts.Scope
-	rep.Graph = g
-	fillReport(rep, g)
-	opts.hook("discover", g.Count())
+	r.g = g
+	r.rep.Resumed = j != nil
+	r.rep.Scope = r.opts.Scope
+	r.rep.Graph = g
+	fillReport(r.rep, g)
+	r.opts.hook("discover", g.Count())
 	if g.Count() == 0 {
 		if j != nil {
-			return rep, fmt.Errorf("%w; the unfinished move %s recorded in %s/%s holds nothing either: remove that ConfigMap", nothingToMove(opts.Scope, src), j.MoveID, j.namespace, JournalName)
+			return fmt.Errorf("%w; the unfinished move %s recorded in %s/%s holds nothing either: remove that ConfigMap", nothingToMove(r.opts.Scope, r.src), j.MoveID, j.namespace, JournalName)
 		}
-		return rep, nothingToMove(opts.Scope, src)
+		return nothingToMove(r.opts.Scope, r.src)
 	}
-	log.Info("Moving Cluster API objects", "Clusters", len(rep.Clusters), "ClusterClasses", len(rep.ClusterClasses), "objects", g.Count())
+	log.Info("Moving Cluster API objects", "Clusters", len(r.rep.Clusters), "ClusterClasses", len(r.rep.ClusterClasses), "objects", g.Count())
+	return nil
+}
 
+// checkTarget checks the target can take the graph (preflight, permissions) and reads what it
+// holds of it: a fresh move (or a restart into a new target) never overwrites that; a resumed
+// one brings it up to date.
+func (r *moveRun) checkTarget(ctx context.Context) error {
 	// An unfinished move goes on with the losses its first run accepted (the journal lists them).
 	var accepted []string
-	if j != nil {
-		accepted = j.ConversionLosses
+	if r.j != nil {
+		accepted = r.j.ConversionLosses
 	}
-	tg, err := preflight(ctx, dst, g, opts, rep, accepted...)
+	tg, err := preflight(ctx, r.dst, r.g, r.opts, r.rep, accepted...)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	if err := checkPermissions(ctx, src, dst, g, opts.Scope); err != nil {
-		return rep, err
+	r.tg = tg
+	if err := checkPermissions(ctx, r.src, r.dst, r.g, r.opts.Scope); err != nil {
+		return err
 	}
-	// What the target holds of the graph: a fresh move (or a restart into a new target) never
-	// overwrites it; a resumed one brings it up to date.
-	existing, err := listMovedKinds(ctx, dst, tg)
-	if err != nil {
-		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+	if r.existing, err = listMovedKinds(ctx, r.dst, tg); err != nil {
+		return fmt.Errorf("target cluster %s: %w", r.dst.Config.Host, err)
 	}
-	if j == nil || opts.RestartTarget {
-		if err := refuseConflicts(g, existing, dst); err != nil {
-			return rep, err
-		}
+	if r.j == nil || r.opts.RestartTarget {
+		return refuseConflicts(r.g, r.existing, r.dst)
 	}
+	return nil
+}
 
-	m := &mover{src: src, dst: dst, opts: opts, g: g, tg: tg, uids: map[types.UID]types.UID{}}
-	if j == nil {
-		j = &journal{MoveID: "move-" + rand.String(8), Scope: opts.Scope, Source: src.Config.Host, Started: opts.Now().UTC(), Phase: phaseCreating}
+// recordJournal writes the journal (a new one for a fresh move) with the target, and, before
+// the delete phase, the copy of the objects as they are before the move.
+func (r *moveRun) recordJournal(ctx context.Context) error {
+	r.m = &mover{src: r.src, dst: r.dst, opts: r.opts, g: r.g, tg: r.tg, uids: map[types.UID]types.UID{}}
+	if r.j == nil {
+		r.j = &journal{MoveID: "move-" + rand.String(8), Scope: r.opts.Scope, Source: r.src.Config.Host, Started: r.opts.Now().UTC(), Phase: phaseCreating}
 	}
-	if opts.RestartTarget {
-		log.Info("Restarting the move into a new target cluster from the journal's copy", "moveID", j.MoveID, "previousTarget", j.Target, "previousTargetID", j.TargetID, "target", dst.Config.Host)
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the move %s continued into %s (kube-system UID %s) instead of %s (UID %s), from the journal's copy of the objects", j.MoveID, dst.Config.Host, dstID, j.Target, j.TargetID))
+	j := r.j
+	if r.opts.RestartTarget {
+		r.opts.Log.Info("Restarting the move into a new target cluster from the journal's copy", "moveID", j.MoveID, "previousTarget", j.Target, "previousTargetID", j.TargetID, "target", r.dst.Config.Host)
+		r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("the move %s continued into %s (kube-system UID %s) instead of %s (UID %s), from the journal's copy of the objects", j.MoveID, r.dst.Config.Host, r.dstID, j.Target, j.TargetID))
 	}
-	j.Target, j.TargetID, j.Objects = dst.Config.Host, dstID, g.Count()
-	j.Contracts, j.ConversionLosses = rep.Contracts, Lost(rep.Conversions)
-	m.moveID = j.MoveID
-	rep.MoveID = j.MoveID
+	j.Target, j.TargetID, j.Objects = r.dst.Config.Host, r.dstID, r.g.Count()
+	j.Contracts, j.ConversionLosses = r.rep.Contracts, Lost(r.rep.Conversions)
+	r.m.moveID = j.MoveID
+	r.rep.MoveID = j.MoveID
 	if j.Phase != phaseDeleting {
-		j.Paused = pausable(g)
-		if err := writeSnapshot(ctx, src, j, g); err != nil {
-			return rep, err
+		j.Paused = pausable(r.g)
+		if err := writeSnapshot(ctx, r.src, j, r.g); err != nil {
+			return err
 		}
 	}
-	if err := writeJournal(ctx, src, j); err != nil {
-		return rep, err
+	if err := writeJournal(ctx, r.src, j); err != nil {
+		return err
 	}
-	opts.hook("journal", 0)
+	r.opts.hook("journal", 0)
+	return nil
+}
 
+// copyToTarget pauses the source (before the delete phase) and waits for its block-move
+// annotations, then brings the target to the journal's copy. A failure before the delete phase
+// unpauses the source (abortBeforeDelete).
+func (r *moveRun) copyToTarget(ctx context.Context) error {
+	m, j := r.m, r.j
 	if j.Phase != phaseDeleting {
 		if err := m.pauseSource(ctx); err != nil {
-			return rep, m.abortBeforeDelete(ctx, fmt.Errorf("pausing the source: %w", err))
+			return m.abortBeforeDelete(ctx, fmt.Errorf("pausing the source: %w", err))
 		}
-		if err := WaitBlockMove(ctx, src, g, opts); err != nil {
-			return rep, m.abortBeforeDelete(ctx, err)
+		if err := WaitBlockMove(ctx, r.src, r.g, r.opts); err != nil {
+			return m.abortBeforeDelete(ctx, err)
 		}
 	}
-	if err := m.converge(ctx, existing); err != nil {
+	if err := m.converge(ctx, r.existing); err != nil {
 		if j.Phase == phaseDeleting {
-			return rep, fmt.Errorf("%w; the source is already partly deleted: re-run the same command (or add --resume) to finish from the journal's copy", err)
+			return fmt.Errorf("%w; the source is already partly deleted: re-run the same command (or add --resume) to finish from the journal's copy", err)
 		}
-		return rep, m.abortBeforeDelete(ctx, err)
+		return m.abortBeforeDelete(ctx, err)
 	}
-	rep.Created, rep.Updated, rep.AlreadyPresent = int(m.created.Load()), int(m.updated.Load()), int(m.present.Load())
+	r.rep.Created, r.rep.Updated, r.rep.AlreadyPresent = int(m.created.Load()), int(m.updated.Load()), int(m.present.Load())
+	return nil
+}
 
-	// Verification before the first delete: the target must hold exactly the pre-move objects.
-	log.Info("Verifying the target against the objects as they were before the move")
-	diffs, err := m.verifyTarget(ctx)
+// verify compares the target with the objects as they were before the move, before the first
+// delete: the target must hold exactly those.
+func (r *moveRun) verify(ctx context.Context) error {
+	r.opts.Log.Info("Verifying the target against the objects as they were before the move")
+	diffs, err := r.m.verifyTarget(ctx)
 	if err == nil && len(diffs) > 0 {
-		rep.Differences = diffs
+		r.rep.Differences = diffs
 		err = fmt.Errorf("%w: %d difference(s)", ErrVerification, len(diffs))
 	}
 	if err != nil {
-		if j.Phase == phaseDeleting {
-			return rep, fmt.Errorf("verifying the target: %w; nothing more was deleted: re-run the same command (or add --resume) to repair the target from the journal's copy", err)
+		if r.j.Phase == phaseDeleting {
+			return fmt.Errorf("verifying the target: %w; nothing more was deleted: re-run the same command (or add --resume) to repair the target from the journal's copy", err)
 		}
-		return rep, m.abortBeforeDelete(ctx, fmt.Errorf("verifying the target: %w", err))
+		return r.m.abortBeforeDelete(ctx, fmt.Errorf("verifying the target: %w", err))
 	}
-	rep.Verified = true
-	opts.hook("verify", g.Count())
+	r.rep.Verified = true
+	r.opts.hook("verify", r.g.Count())
+	return nil
+}
 
+// deleteFromSource records the delete phase (the point of no return), deletes the moved objects
+// from the source, unpauses the target and what was kept in the source, and removes the journal.
+func (r *moveRun) deleteFromSource(ctx context.Context) error {
+	m, j := r.m, r.j
 	if j.Phase != phaseDeleting {
 		j.Phase = phaseDeleting
-		if err := writeJournal(ctx, src, j); err != nil {
-			return rep, m.abortBeforeDelete(ctx, fmt.Errorf("recording the delete phase in the journal: %w", err))
+		if err := writeJournal(ctx, r.src, j); err != nil {
+			return m.abortBeforeDelete(ctx, fmt.Errorf("recording the delete phase in the journal: %w", err))
 		}
 	}
-	opts.hook("deleting", 0)
-	deleted, gone, err := m.deleteSource(ctx, rep.Resumed)
-	rep.Deleted, rep.AlreadyDeleted = deleted, gone
+	r.opts.hook("deleting", 0)
+	deleted, gone, err := m.deleteSource(ctx, r.rep.Resumed)
+	r.rep.Deleted, r.rep.AlreadyDeleted = deleted, gone
 	if err != nil {
-		return rep, fmt.Errorf("every object is in the target (still paused, verified) but deleting from the source failed after %d objects: %w; re-run the same command (or add --resume) to finish the move", deleted, err)
+		return fmt.Errorf("every object is in the target (still paused, verified) but deleting from the source failed after %d objects: %w; re-run the same command (or add --resume) to finish the move", deleted, err)
 	}
 	if err := m.unpauseTarget(ctx); err != nil {
-		return rep, fmt.Errorf("the source is deleted but unpausing in the target failed: %w; re-run the same command (or add --resume) to finish", err)
+		return fmt.Errorf("the source is deleted but unpausing in the target failed: %w; re-run the same command (or add --resume) to finish", err)
 	}
 	var kept []*Node
-	for _, n := range g.Moved() {
+	for _, n := range r.g.Moved() {
 		if n.KeepInSource && !n.Global {
 			kept = append(kept, n)
 		}
 	}
-	if err := m.unpause(ctx, src, kept, "source"); err != nil {
-		return rep, fmt.Errorf("the move is complete but unpausing the objects kept in the source failed: %w; re-run the same command (or add --resume) to finish", err)
+	if err := m.unpause(ctx, r.src, kept, "source"); err != nil {
+		return fmt.Errorf("the move is complete but unpausing the objects kept in the source failed: %w; re-run the same command (or add --resume) to finish", err)
 	}
-	if err := finishJournal(ctx, src, j); err != nil {
-		return rep, err
+	if err := finishJournal(ctx, r.src, j); err != nil {
+		return err
 	}
-	opts.hook("finish", 0)
-	if opts.Settle > 0 {
-		if rep.Settle, err = m.settle(ctx, g); err != nil {
-			return rep, fmt.Errorf("the move is complete, but watching the moved clusters afterwards failed: %w", err)
-		}
-		if n := len(rep.Settle.Problems); n > 0 {
-			return rep, fmt.Errorf("%w: the move is complete, but in the %s after it the target reported %d change(s) (listed in the report): check the clusters' providers adopted what moved", ErrNotSettled, opts.Settle, n)
-		}
+	r.opts.hook("finish", 0)
+	return nil
+}
+
+// settle watches the moved clusters in the target for opts.Settle (0: not at all).
+func (r *moveRun) settle(ctx context.Context) error {
+	if r.opts.Settle <= 0 {
+		return nil
 	}
-	return rep, nil
+	var err error
+	if r.rep.Settle, err = r.m.settle(ctx, r.g); err != nil {
+		return fmt.Errorf("the move is complete, but watching the moved clusters afterwards failed: %w", err)
+	}
+	if n := len(r.rep.Settle.Problems); n > 0 {
+		return fmt.Errorf("%w: the move is complete, but in the %s after it the target reported %d change(s) (listed in the report): check the clusters' providers adopted what moved", ErrNotSettled, r.opts.Settle, n)
+	}
+	return nil
 }
 
 // openJournal finds the journal this run continues, and undoes interrupted backups.
