@@ -72,6 +72,11 @@ func (r *AbandonReport) WriteText(w io.Writer) error {
 // and the objects are listed.
 func Abandon(ctx context.Context, src, dst *cluster.Client, opts Options) (*AbandonReport, error) {
 	opts.defaults()
+	return abandon(ctx, src, dst, opts)
+}
+
+// abandon is Abandon with opts already defaulted (Options.defaults).
+func abandon(ctx context.Context, src, dst *cluster.Client, opts Options) (*AbandonReport, error) {
 	opts.Scope = opts.Scope.resolve(src)
 	target := ""
 	if dst != nil {

@@ -76,6 +76,11 @@ type ManifestObject struct {
 // move or backup (and shown by a dry run).
 func ToDirectory(ctx context.Context, src *cluster.Client, dir string, opts Options) (*Report, error) {
 	opts.defaults()
+	return backup(ctx, src, dir, opts)
+}
+
+// backup is ToDirectory with opts already defaulted (Options.defaults).
+func backup(ctx context.Context, src *cluster.Client, dir string, opts Options) (*Report, error) {
 	start := opts.Now()
 	srcReq := src.Requests()
 	rep := &Report{}
@@ -194,9 +199,8 @@ func settleBackup(ctx context.Context, src *cluster.Client, j *journal, ns strin
 }
 
 // undoBackup finishes what an interrupted backup left: it unpauses what the backup paused,
-// removes its partial folder and its journal, and says so.
+// removes its partial folder and its journal, and says so. opts carry their defaults.
 func undoBackup(ctx context.Context, src *cluster.Client, j *journal, opts Options) (string, error) {
-	opts.defaults()
 	g := &Graph{Nodes: map[types.UID]*Node{}}
 	var nodes []*Node
 	for _, r := range j.Paused {
@@ -376,6 +380,11 @@ func ReadBackup(ctx context.Context, dir string, maxTotal int64) (*Manifest, *Gr
 // Re-running it converges (existing objects are adopted and updated).
 func FromDirectory(ctx context.Context, dst *cluster.Client, dir string, opts Options) (*Report, error) {
 	opts.defaults()
+	return restore(ctx, dst, dir, opts)
+}
+
+// restore is FromDirectory with opts already defaulted (Options.defaults).
+func restore(ctx context.Context, dst *cluster.Client, dir string, opts Options) (*Report, error) {
 	start := opts.Now()
 	dstReq := dst.Requests()
 	rep := &Report{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
 )
@@ -119,122 +118,13 @@ func (s Scope) resolve(src *cluster.Client) Scope {
 	return s
 }
 
-// Run does the request: it connects the clusters it needs and plans, moves, backs up or
-// restores. With -v 5 every request is logged.
+// Run does the request: it resolves it once (Request.plan: validation, defaults, request
+// logging with -v 5), connects the clusters its mode needs and plans, moves, backs up or
+// restores.
 func Run(ctx context.Context, req Request) (*Result, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	opts := req.Options
-	opts.defaults()
-	if req.NoSettle {
-		opts.Settle = 0
-	} else if opts.Settle == 0 {
-		opts.Settle = DefaultSettle
-	}
-	if l := opts.Log.V(5); l.Enabled() {
-		logRequests := func(side string) func(string, string, int, time.Duration, error) {
-			return func(method, url string, status int, elapsed time.Duration, err error) {
-				if err != nil {
-					l.Info("API request", "cluster", side, "method", method, "url", url, "error", err.Error(), "ms", elapsed.Milliseconds())
-					return
-				}
-				l.Info("API request", "cluster", side, "method", method, "url", url, "status", status, "ms", elapsed.Milliseconds())
-			}
-		}
-		req.Source.OnRequest = logRequests("source")
-		if req.Target != nil {
-			t := *req.Target
-			t.OnRequest = logRequests("target")
-			req.Target = &t
-		}
-	}
-	res := &Result{}
-	connectTarget := func() (*cluster.Client, error) {
-		dst, err := cluster.Connect(ctx, *req.Target)
-		if err != nil {
-			return nil, fmt.Errorf("target cluster: %w", err)
-		}
-		res.Target = dst.Config.Host
-		return dst, nil
-	}
-
-	if req.FromDirectory != "" {
-		res.Source = req.FromDirectory
-		if req.DryRun {
-			_, g, err := ReadBackup(ctx, req.FromDirectory, opts.MaxBackupSize)
-			if err != nil {
-				return nil, err
-			}
-			res.Plan, res.PlanSource = g, "backup "+req.FromDirectory
-			return res, nil
-		}
-		dst, err := connectTarget()
-		if err != nil {
-			return nil, err
-		}
-		res.Report, err = FromDirectory(ctx, dst, req.FromDirectory, opts)
-		return res, err
-	}
-
-	src, err := cluster.Connect(ctx, req.Source)
+	p, err := req.plan()
 	if err != nil {
 		return nil, err
 	}
-	res.Source = src.Config.Host
-	if req.Abandon {
-		var dst *cluster.Client
-		if req.Target != nil {
-			if dst, err = connectTarget(); err != nil {
-				return nil, err
-			}
-		}
-		res.Abandoned, err = Abandon(ctx, src, dst, opts)
-		return res, err
-	}
-	if req.PlanReplacement {
-		dst, err := connectTarget()
-		if err != nil {
-			return nil, err
-		}
-		res.Replacement, err = PlanReplacement(ctx, src, dst, opts)
-		return res, err
-	}
-	if req.DryRun {
-		opts.Scope = opts.Scope.resolve(src)
-		if res.Pending, err = PendingMoves(ctx, src); err != nil {
-			return nil, err
-		}
-		g, err := Plan(ctx, src, opts.Scope)
-		if err != nil {
-			return res, err
-		}
-		res.Plan, res.PlanSource = g, fmt.Sprintf("%s (%s)", src.Config.Host, opts.Scope)
-		if req.Target == nil {
-			return res, nil
-		}
-		// With a target, the dry run also checks it as the move would: contracts, providers,
-		// kinds, and the conversion of every object to the target's versions.
-		dst, err := connectTarget()
-		if err != nil {
-			return res, err
-		}
-		rep := &Report{}
-		if rep.Contracts, err = checkContracts(ctx, src, dst, nil); err == nil {
-			_, err = preflight(ctx, dst, g, opts, rep)
-		}
-		res.Contracts, res.Conversions = rep.Contracts, rep.Conversions
-		return res, err
-	}
-	if req.ToDirectory != "" {
-		res.Target = req.ToDirectory
-		res.Report, err = ToDirectory(ctx, src, req.ToDirectory, opts)
-		return res, err
-	}
-	dst, err := connectTarget()
-	if err != nil {
-		return nil, err
-	}
-	res.Report, err = Move(ctx, src, dst, opts)
-	return res, err
+	return p.run(ctx)
 }
