@@ -169,7 +169,9 @@ func RerunCommand(ps []Planned, targetNamespace string) string {
 // ValidationError is a refused plan (contract, duplicates); errors.Is(err, ErrValidation).
 var ErrValidation = errors.New("validation failed")
 
-// Init runs `capctl init` (see the package documentation).
+// Init runs `capctl init` (see the package documentation): the stages of initRun in order.
+// Nothing is written before every input is resolved, fetched, parsed and checked (readCluster
+// to preflight), so a refused init changes nothing.
 func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	start := time.Now()
 	log := opts.Log
@@ -183,122 +185,178 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := cl.Cluster
-
-	// 1. Read the management cluster: its inventory (none yet is fine) and contract. Nothing is
-	// written before every input is resolved, fetched, parsed and checked (steps 2 to 4), so a
-	// refused init changes nothing.
-	installed, err := inventory.List(ctx, c)
-	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+	r := &initRun{cl: cl, c: cl.Cluster, opts: opts, log: log}
+	if err := r.readCluster(ctx, reqs); err != nil {
 		return nil, err
 	}
-	if err := contract.CheckManagementCluster(ctx, c, contract.AllowNotInstalled()); err != nil {
+	if err := r.planProviders(ctx); err != nil {
 		return nil, err
 	}
-	_, hasCore := inventory.Core(installed)
-	res := &Result{FirstRun: !hasCore, DryRun: opts.DryRun}
-	items := reqs.Items
-	if res.FirstRun {
-		items = reqs.withDefaults()
+	if len(r.todo) == 0 {
+		r.res.NoOp = true
+		r.res.Duration = time.Since(start)
+		return r.res, nil
 	}
-	if len(items) == 0 {
-		return nil, fmt.Errorf("the management cluster already has a core provider; name the providers to add (--bootstrap, --control-plane, --infrastructure, --ipam, --runtime-extension, --addon)")
-	}
-
-	// 2. Resolve versions; skip what is installed; refuse other versions.
-	log.Info("Fetching providers")
-	plan, err := resolve(ctx, cl, items, installed, opts)
-	if err != nil {
+	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
 
-	// 3. Validate the simulated inventory.
-	if err := validate(plan, installed, cl, ctx); err != nil {
-		if opts.Validate {
-			return nil, err
-		}
-		log.Info("Ignoring validation errors (--validate=false)", "error", err.Error())
-	}
-	res.Providers = plan
-	if opts.OnPlan != nil {
-		opts.OnPlan(plan)
-	}
-	var todo []int
-	for i, p := range plan {
-		if p.Action == ActionInstall {
-			todo = append(todo, i)
-		}
-	}
-	if len(todo) == 0 {
-		res.NoOp = true
-		res.Duration = time.Since(start)
-		return res, nil
-	}
-
-	// 4. Preflight: cert-manager's components when it will have to be installed, the kind of
-	// every object of every provider, and the permissions to apply them all, before the first write.
-	cmCfg, err := certManagerConfig(cl.Config)
-	if err != nil {
-		return nil, err
-	}
-	cmFetch, cmObjs, cmCRDs, err := prefetchCertManager(ctx, cl, cmCfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkKinds(ctx, c, plan, todo, cmCRDs); err != nil {
-		return nil, err
-	}
-	if err := checkPermissions(ctx, c, plan, todo, cmObjs); err != nil {
-		return nil, err
-	}
-
-	// 5. The first writes: the init lock (another init running at once would race this one's
+	// The first writes: the init lock (another init running at once would race this one's
 	// cert-manager probe and installs), the inventory CRD (in the background: only the inventory
 	// entries need it) and clusterctl's cert-manager probe, which decides whether cert-manager is
 	// installed.
 	if !opts.DryRun {
-		lk, lctx, err := lockInit(ctx, c)
+		lk, lctx, err := lockInit(ctx, r.c)
 		if err != nil {
 			return nil, err
 		}
 		defer lk.Release(ctx)
 		ctx = lctx
 	}
-	crd := ensureInventoryCRD(ctx, c, opts.DryRun)
-	defer crd.wait()
-	cm, err := certmanager.Decide(ctx, c, certmanager.Options{
-		Config:       cmCfg,
-		Fetch:        cmFetch,
-		DryRun:       opts.DryRun,
-		WaitInterval: opts.WaitInterval,
-		Log:          log,
+	r.crd = ensureInventoryCRD(ctx, r.c, opts.DryRun)
+	defer r.crd.wait()
+	if err := r.decideCertManager(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.install(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.waitProviders(ctx); err != nil {
+		return r.res, err
+	}
+	r.res.Duration = time.Since(start)
+	return r.res, nil
+}
+
+// initRun is one Init in progress: what each stage found, for the stages after it.
+type initRun struct {
+	cl   Clients
+	c    *cluster.Client
+	opts Options
+	log  *logging.Logger
+	res  *Result
+
+	installed []inventory.Provider
+	items     []Request
+	plan      []Planned
+	todo      []int // plan indexes of the providers to install
+
+	cmCfg   config.CertManager
+	cmFetch func(context.Context) (*certmanager.Components, error)
+	cmObjs  []unstructured.Unstructured
+	cmCRDs  []unstructured.Unstructured
+	crd     *inventoryCRD
+	cm      *certmanager.Install
+}
+
+// readCluster reads the management cluster: its inventory (none yet is fine) and contract; on a
+// first run (no core provider) the requests get clusterctl's defaults.
+func (r *initRun) readCluster(ctx context.Context, reqs *Requests) error {
+	installed, err := inventory.List(ctx, r.c)
+	if err != nil && !errors.Is(err, inventory.ErrNoInventory) {
+		return err
+	}
+	if err := contract.CheckManagementCluster(ctx, r.c, contract.AllowNotInstalled()); err != nil {
+		return err
+	}
+	r.installed = installed
+	_, hasCore := inventory.Core(installed)
+	r.res = &Result{FirstRun: !hasCore, DryRun: r.opts.DryRun}
+	r.items = reqs.Items
+	if r.res.FirstRun {
+		r.items = reqs.withDefaults()
+	}
+	if len(r.items) == 0 {
+		return fmt.Errorf("the management cluster already has a core provider; name the providers to add (--bootstrap, --control-plane, --infrastructure, --ipam, --runtime-extension, --addon)")
+	}
+	return nil
+}
+
+// planProviders resolves the versions (skipping what is installed, refusing other versions),
+// validates the simulated inventory and lists the providers to install.
+func (r *initRun) planProviders(ctx context.Context) error {
+	r.log.Info("Fetching providers")
+	plan, err := resolve(ctx, r.cl, r.items, r.installed, r.opts)
+	if err != nil {
+		return err
+	}
+	if err := validate(plan, r.installed, r.cl, ctx); err != nil {
+		if r.opts.Validate {
+			return err
+		}
+		r.log.Info("Ignoring validation errors (--validate=false)", "error", err.Error())
+	}
+	r.plan = plan
+	r.res.Providers = plan
+	if r.opts.OnPlan != nil {
+		r.opts.OnPlan(plan)
+	}
+	for i, p := range plan {
+		if p.Action == ActionInstall {
+			r.todo = append(r.todo, i)
+		}
+	}
+	return nil
+}
+
+// preflight checks, before the first write, cert-manager's components when it will have to be
+// installed, the kind of every object of every provider, and the permissions to apply them all.
+func (r *initRun) preflight(ctx context.Context) error {
+	var err error
+	if r.cmCfg, err = certManagerConfig(r.cl.Config); err != nil {
+		return err
+	}
+	if r.cmFetch, r.cmObjs, r.cmCRDs, err = prefetchCertManager(ctx, r.cl, r.cmCfg); err != nil {
+		return err
+	}
+	if err := checkKinds(ctx, r.c, r.plan, r.todo, r.cmCRDs); err != nil {
+		return err
+	}
+	return checkPermissions(ctx, r.c, r.plan, r.todo, r.cmObjs)
+}
+
+// decideCertManager runs clusterctl's cert-manager probe, which decides whether cert-manager is
+// installed.
+func (r *initRun) decideCertManager(ctx context.Context) error {
+	cm, err := certmanager.Decide(ctx, r.c, certmanager.Options{
+		Config:       r.cmCfg,
+		Fetch:        r.cmFetch,
+		DryRun:       r.opts.DryRun,
+		WaitInterval: r.opts.WaitInterval,
+		Log:          r.log,
 	})
 	if err != nil {
-		return nil, &IncompleteError{NotDone: pick(plan, todo), Rerun: RerunCommand(pick(plan, todo), opts.TargetNamespace), Err: err}
+		return &IncompleteError{NotDone: pick(r.plan, r.todo), Rerun: RerunCommand(pick(r.plan, r.todo), r.opts.TargetNamespace), Err: err}
 	}
-	res.CertManager = cm.Result
+	r.cm = cm
+	r.res.CertManager = cm.Result
+	return nil
+}
 
-	// 6. cert-manager's objects and every provider's, as one install (install.ApplySets): all
-	// Namespaces, all CRDs and one wait for them, all other objects; then, once cert-manager
-	// works, per provider in order its Issuers and Certificates, its webhook configurations and
-	// its inventory entry, so a provider is recorded only when all its objects are applied.
+// install applies cert-manager's objects and every provider's, as one install
+// (install.ApplySets): all Namespaces, all CRDs and one wait for them, all other objects; then,
+// once cert-manager works, per provider in order its Issuers and Certificates, its webhook
+// configurations and its inventory entry, so a provider is recorded only when all its objects
+// are applied.
+func (r *initRun) install(ctx context.Context) error {
+	opts, plan, cm := r.opts, r.plan, r.cm
 	var sets []install.Set
 	var setPlan []int // plan index of each set; -1 for cert-manager
 	if len(cm.Objects) > 0 {
 		sets = append(sets, install.Set{Source: cm.Source, Objects: cm.Objects})
 		setPlan = append(setPlan, -1)
 	}
-	for _, i := range todo {
+	for _, i := range r.todo {
 		p := plan[i]
-		log.Info("Installing", "provider", p.Label(), "version", p.Version, "targetNamespace", p.Namespace)
+		r.log.Info("Installing", "provider", p.Label(), "version", p.Version, "targetNamespace", p.Namespace)
 		sets = append(sets, install.Set{Source: p.Label() + " " + p.Version + " (" + p.Source + ")", Objects: p.components.Objects, AfterReady: true})
 		setPlan = append(setPlan, i)
 	}
-	results, err := install.ApplySets(ctx, c, sets, install.SetsOptions{
+	results, err := install.ApplySets(ctx, r.c, sets, install.SetsOptions{
 		// Without the wait for the providers, the CRDs no object of the install uses are left to
 		// the API server to establish, as clusterctl does with all of them; with it, a provider
 		// is recorded only once all its CRDs are Established.
-		ApplyOptions: install.ApplyOptions{DryRun: opts.DryRun, Log: log, WaitUsedCRDsOnly: !opts.WaitProviders},
+		ApplyOptions: install.ApplyOptions{DryRun: opts.DryRun, Log: r.log, WaitUsedCRDsOnly: !opts.WaitProviders},
 		NeedsReady:   func(u *unstructured.Unstructured) bool { return certmanager.IsAPIGroup(u.GroupVersionKind().Group) },
 		Ready:        cm.Wait,
 		OnSetApplied: func(set int, ref install.ObjectRef, d, total int) {
@@ -310,15 +368,15 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 			if setPlan[set] < 0 || opts.DryRun {
 				return nil
 			}
-			if err := crd.wait(); err != nil {
+			if err := r.crd.wait(); err != nil {
 				return err
 			}
 			p := plan[setPlan[set]]
-			return inventory.Write(ctx, c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
+			return inventory.Write(ctx, r.c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
 		},
 	})
 	if err != nil {
-		return nil, incomplete(err, plan, todo, setPlan, cm.Result, opts.TargetNamespace)
+		return incomplete(err, plan, r.todo, setPlan, cm.Result, opts.TargetNamespace)
 	}
 	for k, i := range setPlan {
 		if i < 0 {
@@ -334,21 +392,24 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 			p.Action = ActionInstalled
 		}
 	}
+	return nil
+}
 
-	// 7. Wait for the providers.
-	if opts.WaitProviders && !opts.DryRun {
-		var objs []unstructured.Unstructured
-		for _, i := range todo {
-			objs = append(objs, plan[i].components.Objects...)
-		}
-		log.Info("Waiting for providers to be available...", "waitingFor", install.Summary(objs, false), "timeout", opts.WaitProviderTimeout.String())
-		if err := install.Wait(ctx, c, objs, install.WaitOptions{Timeout: opts.WaitProviderTimeout, Interval: opts.WaitInterval, Source: "providers", Log: log}); err != nil {
-			return res, fmt.Errorf("all providers are installed and recorded, but %w\nre-run with --wait-providers=false to skip this wait, or check the reasons above", err)
-		}
-		res.Waited = true
+// waitProviders waits for the installed providers (with --wait-providers, not in a dry run).
+func (r *initRun) waitProviders(ctx context.Context) error {
+	if !r.opts.WaitProviders || r.opts.DryRun {
+		return nil
 	}
-	res.Duration = time.Since(start)
-	return res, nil
+	var objs []unstructured.Unstructured
+	for _, i := range r.todo {
+		objs = append(objs, r.plan[i].components.Objects...)
+	}
+	r.log.Info("Waiting for providers to be available...", "waitingFor", install.Summary(objs, false), "timeout", r.opts.WaitProviderTimeout.String())
+	if err := install.Wait(ctx, r.c, objs, install.WaitOptions{Timeout: r.opts.WaitProviderTimeout, Interval: r.opts.WaitInterval, Source: "providers", Log: r.log}); err != nil {
+		return fmt.Errorf("all providers are installed and recorded, but %w\nre-run with --wait-providers=false to skip this wait, or check the reasons above", err)
+	}
+	r.res.Waited = true
+	return nil
 }
 
 // inventoryCRD is the inventory CRD being ensured in the background.
