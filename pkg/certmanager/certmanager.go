@@ -343,7 +343,7 @@ func Decide(ctx context.Context, c *cluster.Client, opts Options) (*Install, err
 	if opts.Config.ExternallyProvisioned {
 		return &Install{Result: &Result{Action: ActionExternal}, wait: func(ctx context.Context) error {
 			log.Info("Waiting for the externally provisioned cert-manager to be available...", "timeout", timeout.String())
-			if err := waitProbe(ctx, c, nil, timeout, opts.WaitInterval, probeErr, log); err != nil {
+			if err := waitProbe(ctx, c, probeWait{timeout: timeout, interval: opts.WaitInterval, first: probeErr, log: log}); err != nil {
 				return fmt.Errorf("cert-manager is externally provisioned (cert-manager.externallyProvisioned: true), so capctl does not install it, and it %w", err)
 			}
 			return nil
@@ -369,7 +369,7 @@ func Decide(ctx context.Context, c *cluster.Client, opts Options) (*Install, err
 		Source:  "cert-manager " + comps.Version + " (" + comps.URL + ")",
 		wait: func(ctx context.Context) error {
 			log.Info("Waiting for cert-manager to be available...", "timeout", timeout.String())
-			if err := waitProbe(ctx, c, comps.Objects, timeout, opts.WaitInterval, probeErr, log); err != nil {
+			if err := waitProbe(ctx, c, probeWait{objs: comps.Objects, timeout: timeout, interval: opts.WaitInterval, first: probeErr, log: log}); err != nil {
 				return fmt.Errorf("cert-manager %s was installed but %w", comps.Version, err)
 			}
 			return nil
@@ -417,11 +417,22 @@ func (e *WaitError) Error() string {
 
 func (e *WaitError) Unwrap() error { return e.Probe }
 
-// waitProbe probes every interval until the probe passes or timeout; objs (may be nil) are
-// diagnosed on a timeout, so the error says why cert-manager is not available. first is the
-// probe that ran before the wait (may be nil): a probe that could not run because the previous
-// one's namespace is still going away does not replace what an earlier probe found.
-func waitProbe(ctx context.Context, c client.Client, objs []unstructured.Unstructured, timeout, interval time.Duration, first error, log *logging.Logger) error {
+// probeWait is one wait for cert-manager's probe (waitProbe).
+type probeWait struct {
+	// objs (may be nil) are diagnosed on a timeout, so the error says why cert-manager is not
+	// available.
+	objs              []unstructured.Unstructured
+	timeout, interval time.Duration
+	// first is the probe that ran before the wait (may be nil): a probe that could not run
+	// because the previous one's namespace is still going away does not replace what an earlier
+	// probe found.
+	first error
+	log   *logging.Logger
+}
+
+// waitProbe probes every w.interval until the probe passes or w.timeout.
+func waitProbe(ctx context.Context, c client.Client, w probeWait) error {
+	objs, timeout, interval, first, log := w.objs, w.timeout, w.interval, w.first, w.log
 	deadline := time.Now().Add(timeout)
 	nextReport := time.Now().Add(15 * time.Second)
 	last := first

@@ -80,7 +80,7 @@ func Upgrade(ctx context.Context, c *cluster.Client, plan *UpgradePlan, comps *C
 		return fmt.Errorf("upgrading cert-manager to %s: %w", comps.Version, err)
 	}
 	log.Info("Waiting for cert-manager to be available...")
-	if err := waitProbe(ctx, c, objs, timeout, time.Second, nil, log); err != nil {
+	if err := waitProbe(ctx, c, probeWait{objs: objs, timeout: timeout, interval: time.Second, log: log}); err != nil {
 		return fmt.Errorf("cert-manager %s does not work after the upgrade: %w", comps.Version, err)
 	}
 	return nil
