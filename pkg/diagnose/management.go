@@ -31,169 +31,220 @@ import (
 // never reported as passed. Deployments it may not list cluster-wide are listed per provider
 // namespace, so one forbidden namespace leaves only its providers unchecked.
 func FetchManagement(ctx context.Context, c client.Client) (*Management, error) {
-	var reads authz.Reads
-	m := &Management{CRDProviders: map[string]string{}}
+	r := &managementRead{c: c, m: &Management{CRDProviders: map[string]string{}}}
 	items, err := inventory.List(ctx, c)
 	if err != nil {
 		if !authz.Tolerable(err) {
 			return nil, err
 		}
 		u := authz.NewUnreadable(inventory.CRDName, "", "list", err)
-		reads.Add(u)
-		m.notCheck(checkInventory, u)
+		r.reads.Add(u)
+		r.m.notCheck(checkInventory, u)
 	}
-
-	crds := &metav1.PartialObjectMetadataList{}
-	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	if ok, err := reads.List(ctx, c, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
-		return nil, fmt.Errorf("listing the providers' CRDs: %w", err)
-	} else if !ok {
-		m.notCheck(checkContract, lastOf(&reads, authz.ResourceOf(c, crds)))
+	if err := r.listCRDs(ctx); err != nil {
+		return nil, err
 	}
-	crdsOf := map[string][]metav1.PartialObjectMetadata{}
-	for _, crd := range crds.Items {
-		label := crd.Labels[inventory.ProviderLabel]
-		m.CRDProviders[crd.Name] = label
-		crdsOf[label] = append(crdsOf[label], crd)
-	}
-
-	deps, unreadNS, err := listDeployments(ctx, c, &reads, items)
-	if err != nil {
+	if r.deps, r.unreadNS, err = listDeployments(ctx, c, &r.reads, items); err != nil {
 		return nil, fmt.Errorf("listing the providers' Deployments: %w", err)
 	}
-	// Webhook configurations are cluster-scoped and labelled with their provider.
-	var hooks []unstructured.Unstructured
+	if err := r.listWebhooks(ctx); err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		p := r.provider(ctx, it)
+		if it.Type == provider.CoreProviderType {
+			r.m.CoreContract = p.Contract
+		}
+		r.m.Providers = append(r.m.Providers, p)
+	}
+	r.checkContracts()
+	if err := r.readCertManager(ctx); err != nil {
+		return nil, err
+	}
+	r.spreadNotChecked()
+	r.m.Unread = r.reads.Unread()
+	return r.m, nil
+}
+
+// managementRead is one FetchManagement: the reads so far (and those refused), and what the
+// per-provider checks share.
+type managementRead struct {
+	c        client.Client
+	reads    authz.Reads
+	m        *Management
+	crdsOf   map[string][]metav1.PartialObjectMetadata // provider label -> its CRDs
+	deps     *appsv1.DeploymentList
+	unreadNS map[string]authz.Unreadable
+	hooks    []unstructured.Unstructured
+}
+
+// listCRDs lists the providers' CRDs (labelled with their provider).
+func (r *managementRead) listCRDs(ctx context.Context) error {
+	crds := &metav1.PartialObjectMetadataList{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	if ok, err := r.reads.List(ctx, r.c, crds, client.HasLabels{inventory.ProviderLabel}); err != nil {
+		return fmt.Errorf("listing the providers' CRDs: %w", err)
+	} else if !ok {
+		r.m.notCheck(checkContract, lastOf(&r.reads, authz.ResourceOf(r.c, crds)))
+	}
+	r.crdsOf = map[string][]metav1.PartialObjectMetadata{}
+	for _, crd := range crds.Items {
+		label := crd.Labels[inventory.ProviderLabel]
+		r.m.CRDProviders[crd.Name] = label
+		r.crdsOf[label] = append(r.crdsOf[label], crd)
+	}
+	return nil
+}
+
+// listWebhooks lists the webhook configurations: cluster-scoped and labelled with their provider.
+func (r *managementRead) listWebhooks(ctx context.Context) error {
 	for _, kind := range []string{"ValidatingWebhookConfigurationList", "MutatingWebhookConfigurationList"} {
 		l := &unstructured.UnstructuredList{}
 		l.SetAPIVersion("admissionregistration.k8s.io/v1")
 		l.SetKind(kind)
-		ok, err := reads.List(ctx, c, l, client.HasLabels{inventory.ProviderLabel})
+		ok, err := r.reads.List(ctx, r.c, l, client.HasLabels{inventory.ProviderLabel})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", strings.TrimSuffix(kind, "List"), err)
+			return fmt.Errorf("listing %s: %w", strings.TrimSuffix(kind, "List"), err)
 		}
 		if !ok {
-			m.notCheck(checkWebhook, lastOf(&reads, authz.ResourceOf(c, l)))
+			r.m.notCheck(checkWebhook, lastOf(&r.reads, authz.ResourceOf(r.c, l)))
 		}
-		hooks = append(hooks, l.Items...)
+		r.hooks = append(r.hooks, l.Items...)
 	}
+	return nil
+}
 
-	for _, it := range items {
-		label := it.ManifestLabel()
-		p := ProviderStatus{Name: it.ProviderName, Type: it.Type, Version: it.Version, Namespace: it.Namespace, ManifestLabel: label}
-		if u, ok := unreadNS[it.Namespace]; ok {
-			p.notCheck(checkController, u)
+// provider is the status of one inventory entry: its CRDs and contract, its Deployments and
+// webhooks, checked as init and upgrade wait on them.
+func (r *managementRead) provider(ctx context.Context, it inventory.Provider) ProviderStatus {
+	label := it.ManifestLabel()
+	p := ProviderStatus{Name: it.ProviderName, Type: it.Type, Version: it.Version, Namespace: it.Namespace, ManifestLabel: label}
+	if u, ok := r.unreadNS[it.Namespace]; ok {
+		p.notCheck(checkController, u)
+	}
+	for _, crd := range r.crdsOf[label] {
+		p.CRDs = append(p.CRDs, crd.Name)
+		if c := contract.Declared(crd.Labels); c != "" && (p.Contract == "" || version.CompareKubeAwareVersionStrings(c, p.Contract) > 0) {
+			p.Contract = c
 		}
-		for _, crd := range crdsOf[label] {
-			p.CRDs = append(p.CRDs, crd.Name)
-			if c := contract.Declared(crd.Labels); c != "" && (p.Contract == "" || version.CompareKubeAwareVersionStrings(c, p.Contract) > 0) {
-				p.Contract = c
+	}
+	sort.Strings(p.CRDs)
+
+	var objs []unstructured.Unstructured
+	for i := range r.deps.Items {
+		d := &r.deps.Items[i]
+		if d.Namespace != it.Namespace || d.Labels[inventory.ProviderLabel] != label {
+			continue
+		}
+		ds := DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)}
+		if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+			ds.ScaledToZero = true
+		}
+		for _, cd := range d.Status.Conditions {
+			if cd.Type == appsv1.DeploymentAvailable {
+				ds.Since = cd.LastTransitionTime.Time
 			}
 		}
-		sort.Strings(p.CRDs)
+		p.Deployments = append(p.Deployments, ds)
+		objs = append(objs, install.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}.Object())
+	}
+	for i := range r.hooks {
+		if r.hooks[i].GetLabels()[inventory.ProviderLabel] == label && webhookInNamespace(&r.hooks[i], it.Namespace) {
+			objs = append(objs, r.hooks[i])
+		}
+	}
+	r.checkObjects(ctx, &p, objs)
+	return p
+}
 
-		var objs []unstructured.Unstructured
-		for i := range deps.Items {
-			d := &deps.Items[i]
-			if d.Namespace != it.Namespace || d.Labels[inventory.ProviderLabel] != label {
+// checkObjects runs the one home for "is it usable" (install.Diagnose, the checks init and
+// upgrade wait on) over a provider's Deployments and webhooks; a state it may not read is not
+// checked, never passed.
+func (r *managementRead) checkObjects(ctx context.Context, p *ProviderStatus, objs []unstructured.Unstructured) {
+	checks := install.Diagnose(ctx, r.c, objs, false)
+	p.ControllerAvailable = len(p.Deployments) > 0
+	for _, ch := range checks {
+		if ch.What == "available" {
+			if authz.Tolerable(ch.Err) {
+				u := authz.FromError(ch.Object.Namespace, ch.Err)
+				r.reads.Add(u)
+				p.notCheck(checkController, u)
 				continue
 			}
-			ds := DeploymentStatus{Name: d.Name, Concurrency: ConcurrencyFlags(d)}
-			if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-				ds.ScaledToZero = true
-			}
-			for _, cd := range d.Status.Conditions {
-				if cd.Type == appsv1.DeploymentAvailable {
-					ds.Since = cd.LastTransitionTime.Time
-				}
-			}
-			p.Deployments = append(p.Deployments, ds)
-			objs = append(objs, install.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}.Object())
-		}
-		for i := range hooks {
-			if hooks[i].GetLabels()[inventory.ProviderLabel] == label && webhookInNamespace(&hooks[i], it.Namespace) {
-				objs = append(objs, hooks[i])
-			}
-		}
-		// One home for "is it usable": the checks init and upgrade wait on.
-		checks := install.Diagnose(ctx, c, objs, false)
-		p.ControllerAvailable = len(p.Deployments) > 0
-		for _, ch := range checks {
-			if ch.What == "available" {
-				if authz.Tolerable(ch.Err) {
-					u := authz.FromError(ch.Object.Namespace, ch.Err)
-					reads.Add(u)
-					p.notCheck(checkController, u)
-					continue
-				}
-				for i := range p.Deployments {
-					if p.Deployments[i].Name == ch.Object.Name {
-						p.Deployments[i].Available, p.Deployments[i].Reason = ch.Ready, ch.Reason
-						// Scaled to 0 the Deployment reports Available, but no controller runs.
-						if p.Deployments[i].ScaledToZero {
-							p.Deployments[i].Available = false
-							p.Deployments[i].Reason = fmt.Sprintf("Deployment %s/%s is scaled to 0 replicas: its controller does not run", it.Namespace, ch.Object.Name)
-							ch.Ready = false
-						}
+			for i := range p.Deployments {
+				if p.Deployments[i].Name == ch.Object.Name {
+					p.Deployments[i].Available, p.Deployments[i].Reason = ch.Ready, ch.Reason
+					// Scaled to 0 the Deployment reports Available, but no controller runs.
+					if p.Deployments[i].ScaledToZero {
+						p.Deployments[i].Available = false
+						p.Deployments[i].Reason = fmt.Sprintf("Deployment %s/%s is scaled to 0 replicas: its controller does not run", p.Namespace, ch.Object.Name)
+						ch.Ready = false
 					}
 				}
-				if !ch.Ready {
-					p.ControllerAvailable = false
-				}
-				continue
 			}
-			if authz.Tolerable(ch.Err) {
-				// Not known to fail: the state could not be read.
-				u := authz.FromError(ch.Object.Namespace, ch.Err)
-				reads.Add(u)
-				p.notCheck(checkWebhook, u)
-				continue
+			if !ch.Ready {
+				p.ControllerAvailable = false
 			}
-			p.Webhooks = append(p.Webhooks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
+			continue
 		}
-		if len(p.Webhooks) > 0 {
-			ok := true
-			for _, w := range p.Webhooks {
-				ok = ok && w.Ready
-			}
-			p.WebhookAnswers = &ok
+		if authz.Tolerable(ch.Err) {
+			// Not known to fail: the state could not be read.
+			u := authz.FromError(ch.Object.Namespace, ch.Err)
+			r.reads.Add(u)
+			p.notCheck(checkWebhook, u)
+			continue
 		}
-		if it.Type == provider.CoreProviderType {
-			m.CoreContract = p.Contract
+		p.Webhooks = append(p.Webhooks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
+	}
+	if len(p.Webhooks) > 0 {
+		ok := true
+		for _, w := range p.Webhooks {
+			ok = ok && w.Ready
 		}
-		m.Providers = append(m.Providers, p)
+		p.WebhookAnswers = &ok
 	}
-	if m.CoreContract == "" {
-		m.CoreContract = contract.Current
-	}
-	for i := range m.Providers {
-		p := &m.Providers[i]
-		p.ContractCompatible = p.Contract == "" || contract.IsCompatible(m.CoreContract, p.Contract)
-	}
+}
 
-	cm, err := certmanager.Status(ctx, c)
-	if err != nil {
-		return nil, err
+// checkContracts compares every provider's contract with the core's (the current contract when
+// no core provider declares one).
+func (r *managementRead) checkContracts() {
+	if r.m.CoreContract == "" {
+		r.m.CoreContract = contract.Current
 	}
-	m.CertManager = &CertManagerStatus{Installed: cm.Installed, Version: cm.Version, Ready: cm.Ready}
+	for i := range r.m.Providers {
+		p := &r.m.Providers[i]
+		p.ContractCompatible = p.Contract == "" || contract.IsCompatible(r.m.CoreContract, p.Contract)
+	}
+}
+
+// readCertManager reads cert-manager's status and checks.
+func (r *managementRead) readCertManager(ctx context.Context) error {
+	cm, err := certmanager.Status(ctx, r.c)
+	if err != nil {
+		return err
+	}
+	r.m.CertManager = &CertManagerStatus{Installed: cm.Installed, Version: cm.Version, Ready: cm.Ready}
 	for _, u := range cm.Unread {
-		reads.Add(u)
-		m.CertManager.NotChecked = append(m.CertManager.NotChecked, notCheckedReason(u))
+		r.reads.Add(u)
+		r.m.CertManager.NotChecked = append(r.m.CertManager.NotChecked, notCheckedReason(u))
 	}
 	for _, ch := range cm.Checks {
-		m.CertManager.Checks = append(m.CertManager.Checks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
+		r.m.CertManager.Checks = append(r.m.CertManager.Checks, Check{Object: ch.Object.String(), What: ch.What, Ready: ch.Ready, Reason: ch.Reason})
 	}
-	// Each provider carries every check it was not given, so it can be shown alone (get providers
-	// over several management clusters).
-	for i := range m.Providers {
-		for check := range m.NotChecked {
+	return nil
+}
+
+// spreadNotChecked gives each provider every check it was not given, so it can be shown alone
+// (get providers over several management clusters).
+func (r *managementRead) spreadNotChecked() {
+	for i := range r.m.Providers {
+		for check := range r.m.NotChecked {
 			if check != checkInventory {
-				m.Providers[i].notCheck(check, authz.Unreadable{})
-				m.Providers[i].NotChecked[check] = m.NotChecked[check]
+				r.m.Providers[i].notCheck(check, authz.Unreadable{})
+				r.m.Providers[i].NotChecked[check] = r.m.NotChecked[check]
 			}
 		}
 	}
-	m.Unread = reads.Unread()
-	return m, nil
 }
 
 // listDeployments lists the providers' Deployments: in one list of all namespaces, else (that list
