@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,8 +46,16 @@ const (
 	cmdProviders   = `capctl get providers`
 )
 
-// Rules is the table every diagnosis runs, upstream first.
+// Rules is the table every diagnosis runs, upstream first: the management cluster, then a
+// cluster's objects from its infrastructure to its Machines, then its Nodes, then deletion,
+// remediation and the fallback.
 func Rules() []Rule {
+	return slices.Concat(managementRules(), provisioningRules(), nodeRules(), lifecycleRules())
+}
+
+// managementRules are about the management cluster: provider controllers, webhooks, contracts
+// and cert-manager.
+func managementRules() []Rule {
 	return []Rule{
 		{
 			ID: RuleProviderController, Severity: SeverityError, Stage: stageManagement, Component: ComponentProvider,
@@ -83,6 +92,13 @@ func Rules() []Rule {
 				`kubectl get certificates -A`,
 			},
 		},
+	}
+}
+
+// provisioningRules follow a cluster's provisioning: pause, missing references, endpoint,
+// control plane, bootstrap data, infrastructure.
+func provisioningRules() []Rule {
+	return []Rule{
 		{
 			ID: RuleClusterPaused, Severity: SeverityWarning, Stage: stagePaused, Component: ComponentUser,
 			Explanation: "A paused Cluster is reconciled by no controller: nothing of it is created, scaled, upgraded, remediated or deleted until it is unpaused.",
@@ -131,6 +147,12 @@ func Rules() []Rule {
 				cmdDescribe,
 			},
 		},
+	}
+}
+
+// nodeRules are about the workload cluster's Nodes and the way to them.
+func nodeRules() []Rule {
+	return []Rule{
 		{
 			ID: RuleNodeNotJoined, Severity: SeverityError, Stage: stageNodeJoin, Component: ComponentMachine,
 			Explanation: "The machine runs but no Node joined the workload cluster for it: kubelet failed to join (cloud-init or kubeadm failed on the machine).",
@@ -177,6 +199,13 @@ func Rules() []Rule {
 				`{{.GetKubeconfig}} && kubectl --kubeconfig {{.Kubeconfig}} describe node {{.Vars.node}}`,
 			},
 		},
+	}
+}
+
+// lifecycleRules are about deletion and remediation, and the fallback when nothing more
+// specific matched.
+func lifecycleRules() []Rule {
+	return []Rule{
 		{
 			ID: RuleDrainBlockedByPDB, Severity: SeverityError, Stage: stageDeleting, Component: ComponentWorkload,
 			Explanation: "The Machine cannot be deleted until its Node is drained, and a PodDisruptionBudget that allows no disruption (its pods are already unhealthy or too few) blocks the eviction.",
