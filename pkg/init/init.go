@@ -248,7 +248,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 	if err := checkKinds(ctx, c, plan, todo, cmCRDs); err != nil {
 		return nil, err
 	}
-	if err := checkPermissions(ctx, c, plan, todo, cmObjs); err != nil {
+	if err := checkPermissions(ctx, c, plan, todo, cmObjs, cmCRDs); err != nil {
 		return nil, err
 	}
 
@@ -452,12 +452,14 @@ func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager
 // checkPermissions is init's permission preflight (the table's "init" rules), with every kind of
 // the components it will apply, cert-manager's included when it will install it: a user who may
 // not create one of them is refused with the whole list before the init lock, the first write.
-func checkPermissions(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, cmObjs []unstructured.Unstructured) error {
+func checkPermissions(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, cmObjs, cmCRDs []unstructured.Unstructured) error {
 	objs := append([]unstructured.Unstructured(nil), cmObjs...)
 	for _, i := range todo {
 		objs = append(objs, plan[i].components.Objects...)
 	}
-	kinds, err := authz.Resources(c.Mapper, objs)
+	// cert-manager's CRDs name the providers' Issuers and Certificates also when its installation
+	// is only partly there; they are not themselves objects to check unless init installs them.
+	kinds, err := authz.Resources(c.Mapper, objs, cmCRDs...)
 	if err != nil {
 		return err
 	}
