@@ -312,7 +312,7 @@ func (r *initRun) preflight(ctx context.Context) error {
 	if err := checkKinds(ctx, r.c, r.plan, r.todo, r.cmCRDs); err != nil {
 		return err
 	}
-	return checkPermissions(ctx, r.c, r.plan, r.todo, r.cmObjs)
+	return checkPermissions(ctx, r.c, r.plan, r.todo, r.cmObjs, r.cmCRDs)
 }
 
 // decideCertManager runs clusterctl's cert-manager probe, which decides whether cert-manager is
@@ -513,12 +513,14 @@ func prefetchCertManager(ctx context.Context, cl Clients, cfg config.CertManager
 // checkPermissions is init's permission preflight (the table's "init" rules), with every kind of
 // the components it will apply, cert-manager's included when it will install it: a user who may
 // not create one of them is refused with the whole list before the init lock, the first write.
-func checkPermissions(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, cmObjs []unstructured.Unstructured) error {
+func checkPermissions(ctx context.Context, c *cluster.Client, plan []Planned, todo []int, cmObjs, cmCRDs []unstructured.Unstructured) error {
 	objs := append([]unstructured.Unstructured(nil), cmObjs...)
 	for _, i := range todo {
 		objs = append(objs, plan[i].components.Objects...)
 	}
-	kinds, err := authz.Resources(c.Mapper, objs)
+	// cert-manager's CRDs name the providers' Issuers and Certificates also when its installation
+	// is only partly there; they are not themselves objects to check unless init installs them.
+	kinds, err := authz.Resources(c.Mapper, objs, cmCRDs...)
 	if err != nil {
 		return err
 	}
