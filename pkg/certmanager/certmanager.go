@@ -440,11 +440,11 @@ func waitProbe(ctx context.Context, c client.Client, w probeWait) error {
 	// moment, and the probe cannot pass: look for them every 100 ms rather than lose a whole
 	// probe interval. Time out here and the probe below says what is missing.
 	issuerGVK := schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}
-	_ = install.Poll(ctx, 100*time.Millisecond, min(timeout, interval), func(context.Context) (bool, error) {
+	_ = cluster.Poll(ctx, 100*time.Millisecond, min(timeout, interval), func(context.Context) (bool, error) {
 		_, err := c.RESTMapper().RESTMapping(issuerGVK.GroupKind(), issuerGVK.Version)
 		return err == nil, nil
 	})
-	err := install.Poll(ctx, interval, time.Until(deadline), func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(ctx, interval, time.Until(deadline), func(ctx context.Context) (bool, error) {
 		err := Probe(ctx, c)
 		if err == nil {
 			return true, nil
@@ -458,7 +458,7 @@ func waitProbe(ctx context.Context, c client.Client, w probeWait) error {
 		}
 		return false, nil
 	})
-	if !errors.Is(err, install.ErrTimedOut) {
+	if !errors.Is(err, cluster.ErrTimedOut) {
 		return err
 	}
 	if last == nil {

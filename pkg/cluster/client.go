@@ -240,7 +240,7 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 	if scheme == nil {
 		scheme = Scheme()
 	}
-	// A client that can also watch (install.WaitEstablished watches CRDs), on the same HTTP client.
+	// A client that can also watch (WaitEstablished watches CRDs), on the same HTTP client.
 	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("building client for %s: %w", cfg.Host, err)

@@ -619,7 +619,7 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 	// while they and the objects whose kinds the API server already serves (RBAC, Deployments,
 	// Services, ...) are applied; an object of a CRD-defined kind waits for its CRD only, and a set
 	// is done only when its CRDs are Established: the wait is paid once, mostly hidden.
-	var cw *crdWatch
+	var cw *cluster.CRDWatch
 	if len(crds) > 0 && !opts.DryRun {
 		names := make([]string, len(crds))
 		for i, it := range crds {
@@ -627,7 +627,7 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		cw = watchCRDs(wctx, c, names, opts.CRDTimeout)
+		cw = cluster.WatchCRDs(wctx, c, names, opts.CRDTimeout)
 	}
 	// crdsFor waits until the CRDs that define the kinds of items are Established.
 	crdsFor := func(items []item) error {
@@ -640,7 +640,7 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 				names = append(names, n)
 			}
 		}
-		return cw.wait(names...)
+		return cw.Wait(names...)
 	}
 	// crdsOf waits until the CRDs of the given sets are Established.
 	crdsOf := func(ks ...int) error {
@@ -653,7 +653,7 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 				names = append(names, it.u.GetName())
 			}
 		}
-		return cw.wait(names...)
+		return cw.Wait(names...)
 	}
 	if it, others, err := applyLevel(append(append([]item{}, crds...), served...)); err != nil {
 		return fail(it.set, it, err, others)

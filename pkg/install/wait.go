@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // cert-manager's cainjector annotations: from a Certificate (`<namespace>/<certificate>`), used by
@@ -414,7 +415,7 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 	pending := ts
 	var last []Check
 	nextReport := time.Now().Add(progressEvery)
-	err := Poll(ctx, opts.Interval, opts.Timeout, func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(ctx, opts.Interval, opts.Timeout, func(ctx context.Context) (bool, error) {
 		var still []target
 		last = last[:0]
 		for _, t := range pending {
@@ -437,7 +438,7 @@ func Wait(ctx context.Context, c client.Client, objs []unstructured.Unstructured
 		}
 		return false, nil
 	})
-	if errors.Is(err, ErrTimedOut) {
+	if errors.Is(err, cluster.ErrTimedOut) {
 		return &TimeoutError{Source: opts.Source, Timeout: opts.Timeout, Pending: append([]Check(nil), last...)}
 	}
 	return err

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // DefaultSettle is how long `capctl move` watches the moved clusters in the target afterwards.
@@ -146,7 +146,7 @@ func (m *mover) settle(ctx context.Context, g *Graph) (*SettleReport, error) {
 	var last SettleSnapshot
 	start := m.opts.Now()
 	m.opts.Log.Info("Watching the moved clusters in the target", "clusters", len(clusters), "period", m.opts.Settle.String())
-	err := install.Poll(ctx, m.opts.PollInterval, m.opts.Settle, func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(ctx, m.opts.PollInterval, m.opts.Settle, func(ctx context.Context) (bool, error) {
 		objs, err := listAll(ctx, m.dst, types, namespaces, nil)
 		if err != nil {
 			return false, fmt.Errorf("watching the moved clusters in the target %s: %w", m.dst.Config.Host, err)
@@ -166,7 +166,7 @@ func (m *mover) settle(ctx context.Context, g *Graph) (*SettleReport, error) {
 		return false, nil
 	})
 	rep.Seconds = m.opts.Now().Sub(start).Seconds()
-	if err != nil && !errors.Is(err, install.ErrTimedOut) {
+	if err != nil && !errors.Is(err, cluster.ErrTimedOut) {
 		return rep, err
 	}
 	if last != nil {

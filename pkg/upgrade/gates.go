@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
-	"github.com/capctl/capctl/pkg/install"
 )
 
 // Duration is a time.Duration written as "30s" or "2h0m0s" in plan files.
@@ -79,7 +79,7 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	// At least ten looks per soak: a soak shorter than the poll interval still watches. The
 	// soak is over at the first look after its duration (the poll's own bound is a margin).
 	interval := max(min(a.req.PollInterval, d/10), 10*time.Millisecond)
-	err := install.Poll(ctx, interval, d+2*interval, func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(ctx, interval, d+2*interval, func(ctx context.Context) (bool, error) {
 		for _, cu := range clusters {
 			if problem, evidence := a.soakCheck(ctx, cu, baseline); problem != "" {
 				stop = &FleetStop{At: "after wave " + w.Name(), Gate: GateSoak, Reason: fmt.Sprintf("cluster %s %s during the soak", cu.Ref(), problem), Details: evidence}
@@ -97,7 +97,7 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	case ctx.Err() != nil:
 		res.Reason = "interrupted"
 		return res, nil
-	case err != nil && !errors.Is(err, install.ErrTimedOut):
+	case err != nil && !errors.Is(err, cluster.ErrTimedOut):
 		res.Reason = err.Error()
 		return res, &FleetStop{At: "after wave " + w.Name(), Gate: GateSoak, Reason: err.Error()}
 	}
@@ -249,7 +249,7 @@ func (a *fleetApplier) awaitWindow(ctx context.Context, w FleetWave) (bool, *Fle
 	for ctx.Err() == nil {
 		wait := time.Until(win.Next(time.Now()))
 		interval := min(max(wait/10, time.Second), 30*time.Second)
-		err := install.Poll(ctx, interval, wait+2*interval, func(context.Context) (bool, error) {
+		err := cluster.Poll(ctx, interval, wait+2*interval, func(context.Context) (bool, error) {
 			ok, _ := win.Open(time.Now())
 			return ok, nil
 		})

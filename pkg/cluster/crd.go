@@ -1,4 +1,4 @@
-package install
+package cluster
 
 import (
 	"context"
@@ -9,25 +9,36 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/capctl/capctl/pkg/cluster"
 )
 
-// WaitEstablished waits until every named CRD has condition Established=True.
+// WaitEstablished waits until every named CRD has condition Established=True, or returns an
+// error naming those that are not (and why) after timeout.
 func WaitEstablished(ctx context.Context, c client.Client, crdNames []string, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	return watchCRDs(ctx, c, crdNames, timeout).wait(crdNames...)
+	return WatchCRDs(ctx, c, crdNames, timeout).Wait(crdNames...)
 }
 
-// crdWatch follows CRDs until each is Established, so that a caller can wait for the few it needs
-// now and for the rest later. With a client that can watch (cluster.Client's can) it watches each
+// WaitServed waits until mapper maps gvk: Established does not mean discoverable yet, and on a
+// busy API server a request right after a CRD was Established can still fail with "no matches
+// for kind". It returns ErrTimedOut after timeout.
+func WaitServed(ctx context.Context, mapper meta.RESTMapper, gvk schema.GroupVersionKind, timeout time.Duration) error {
+	return Poll(ctx, 100*time.Millisecond, timeout, func(context.Context) (bool, error) {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil, nil
+	})
+}
+
+// CRDWatch follows CRDs until each is Established, so that a caller can wait for the few it needs
+// now and for the rest later. With a client that can watch (Client's can) it watches each
 // CRD by name: it learns of each change as it happens and reads each CRD about twice (its state
 // when the watch starts, then the change that established it) instead of every CRD again on every
 // poll. Otherwise it polls.
-type crdWatch struct {
+type CRDWatch struct {
 	timeout  time.Duration
 	mu       sync.Mutex
 	pending  map[string]string        // name → why it is not Established yet
@@ -35,9 +46,9 @@ type crdWatch struct {
 	finished chan struct{}            // closed when every CRD is Established or time ran out
 }
 
-// watchCRDs starts following names; it stops when ctx ends or after timeout.
-func watchCRDs(ctx context.Context, c client.Client, names []string, timeout time.Duration) *crdWatch {
-	w := &crdWatch{timeout: timeout, pending: map[string]string{}, done: map[string]chan struct{}{}, finished: make(chan struct{})}
+// WatchCRDs starts following names; it stops when ctx ends or after timeout.
+func WatchCRDs(ctx context.Context, c client.Client, names []string, timeout time.Duration) *CRDWatch {
+	w := &CRDWatch{timeout: timeout, pending: map[string]string{}, done: map[string]chan struct{}{}, finished: make(chan struct{})}
 	for _, n := range names {
 		if _, dup := w.done[n]; !dup {
 			w.pending[n] = "not read yet"
@@ -57,9 +68,9 @@ func watchCRDs(ctx context.Context, c client.Client, names []string, timeout tim
 	return w
 }
 
-// wait returns when every named CRD is Established, or with an error naming those that are not
-// (and why) when time ran out.
-func (w *crdWatch) wait(names ...string) error {
+// Wait returns when every named CRD is Established, or with an error naming those that are not
+// (and why) when time ran out. Names the watch does not follow are ignored.
+func (w *CRDWatch) Wait(names ...string) error {
 	for _, n := range names {
 		ch, ok := w.done[n]
 		if !ok {
@@ -78,7 +89,7 @@ func (w *crdWatch) wait(names ...string) error {
 	return nil
 }
 
-func (w *crdWatch) err() error {
+func (w *CRDWatch) err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	keys := make([]string, 0, len(w.pending))
@@ -90,7 +101,7 @@ func (w *crdWatch) err() error {
 }
 
 // set records the state of one CRD; why "" means Established.
-func (w *crdWatch) set(n, why string) {
+func (w *CRDWatch) set(n, why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.pending[n]; !ok {
@@ -104,7 +115,7 @@ func (w *crdWatch) set(n, why string) {
 	close(w.done[n])
 }
 
-func (w *crdWatch) names() []string {
+func (w *CRDWatch) names() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]string, 0, len(w.pending))
@@ -116,7 +127,7 @@ func (w *crdWatch) names() []string {
 
 // watcher returns the watching client behind c, if it has one.
 func watcher(c client.Client) client.WithWatch {
-	if cc, ok := c.(*cluster.Client); ok {
+	if cc, ok := c.(*Client); ok {
 		c = cc.Client
 	}
 	wc, _ := c.(client.WithWatch)
@@ -137,7 +148,7 @@ func establishedState(crd *apiextensionsv1.CustomResourceDefinition) (bool, stri
 	return false, why
 }
 
-func (w *crdWatch) poll(ctx context.Context, c client.Client) {
+func (w *CRDWatch) poll(ctx context.Context, c client.Client) {
 	_ = Poll(ctx, 100*time.Millisecond, w.timeout, func(ctx context.Context) (bool, error) {
 		names := w.names()
 		for _, n := range names {
@@ -156,7 +167,7 @@ func (w *crdWatch) poll(ctx context.Context, c client.Client) {
 // watchAll watches every pending CRD by name, all at once (over HTTP/2 they share one
 // connection). A watch the server ends, or that fails, is opened again; the new one starts with
 // the CRD's current state.
-func (w *crdWatch) watchAll(ctx context.Context, wc client.WithWatch) {
+func (w *CRDWatch) watchAll(ctx context.Context, wc client.WithWatch) {
 	var wg sync.WaitGroup
 	for _, n := range w.names() {
 		wg.Add(1)
@@ -166,10 +177,7 @@ func (w *crdWatch) watchAll(ctx context.Context, wc client.WithWatch) {
 				wi, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{}, client.MatchingFields{"metadata.name": n})
 				if err != nil {
 					w.set(n, err.Error())
-					select {
-					case <-ctx.Done():
-					case <-time.After(200 * time.Millisecond):
-					}
+					_ = Sleep(ctx, 200*time.Millisecond) // ctx done ends the loop
 					continue
 				}
 				established := false

@@ -1,4 +1,4 @@
-package install
+package cluster
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// This file and retry.go are capctl's one home for waiting: Poll (wait for a condition), Sleep
+// (one pause that ends with ctx), Retry with its Backoff and IsTransient (try a request again),
+// and crd.go's CRD waits on top of them. Nothing else in pkg/ calls wait.Poll* or time.After.
 
 // ErrTimedOut is Poll's answer when the timeout passed before the condition held.
 var ErrTimedOut = errors.New("timed out")
@@ -37,4 +41,16 @@ func Poll(ctx context.Context, interval, timeout time.Duration, done func(contex
 		return ErrTimedOut
 	}
 	return err
+}
+
+// Sleep pauses for d, or less when ctx ends first; it returns ctx.Err() then, nil otherwise.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
