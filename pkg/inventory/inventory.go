@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -160,37 +160,17 @@ func EnsureCRD(ctx context.Context, c client.Client) error {
 	return waitEstablished(ctx, c)
 }
 
+// crdWaitTimeout bounds each of EnsureCRD's waits: for the CRD to be Established, then served.
+const crdWaitTimeout = time.Minute
+
 func waitEstablished(ctx context.Context, c client.Client) error {
-	if err := waitEstablishedCondition(ctx, c); err != nil {
-		return err
+	if err := cluster.WaitEstablished(ctx, c, []string{CRDName}, crdWaitTimeout); err != nil {
+		return fmt.Errorf("waiting for the inventory CRD %s to be established: %w", CRDName, err)
 	}
 	// Established does not mean discoverable yet: on a busy API server the discovery documents
 	// lag, and a Write or List right after would fail with "no matches for kind Provider".
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.RESTMapper().RESTMapping(GVK.GroupKind(), GVK.Version)
-		return err == nil, nil
-	})
-	if err != nil {
+	if err := cluster.WaitServed(ctx, c.RESTMapper(), GVK, crdWaitTimeout); err != nil {
 		return fmt.Errorf("waiting for the inventory kind %s to be served: %w", GVK, err)
-	}
-	return nil
-}
-
-func waitEstablishedCondition(ctx context.Context, c client.Client) error {
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: CRDName}, crd); err != nil {
-			return false, nil
-		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the inventory CRD %s to be established: %w", CRDName, err)
 	}
 	return nil
 }
