@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -32,8 +30,7 @@ const FieldManager = "capctl"
 const (
 	// An API server on a busy machine (several management clusters initialising on 2 cores)
 	// took over a minute to establish 35 CRDs; a CRD that never establishes is still named.
-	DefaultCRDTimeout   = 3 * time.Minute
-	DefaultRetryTimeout = 10 * time.Second
+	DefaultCRDTimeout = 3 * time.Minute
 	// DefaultConcurrency bounds the objects of one level (Namespaces, CRDs, the rest) applied at
 	// once: enough to hide the API server's per-request latency (a large CRD takes ~100 ms to
 	// store), few enough not to crowd a shared API server.
@@ -85,7 +82,8 @@ type ApplyOptions struct {
 	DryRun bool
 	// CRDTimeout bounds the wait for CRDs to be Established (default 3 min).
 	CRDTimeout time.Duration
-	// RetryTimeout bounds the retries of one object on transient errors (default 10 s).
+	// RetryTimeout bounds the retries of one object on transient errors (cluster.IsTransient);
+	// default cluster.DefaultBackoff's budget, 10 s.
 	RetryTimeout time.Duration
 	// Concurrency bounds how many objects of one level are applied at once (default 8; 1 applies
 	// one at a time in the given order).
@@ -407,9 +405,6 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 	if opts.CRDTimeout == 0 {
 		opts.CRDTimeout = DefaultCRDTimeout
 	}
-	if opts.RetryTimeout == 0 {
-		opts.RetryTimeout = DefaultRetryTimeout
-	}
 	all := append([]unstructured.Unstructured{}, opts.PendingCRDs...)
 	for _, s := range sets {
 		all = append(all, s.Objects...)
@@ -556,12 +551,18 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 			markApplied(it, true)
 			return nil
 		}
-		err := retry(ctx, opts.RetryTimeout, func() error {
+		backoff := cluster.DefaultBackoff
+		if opts.RetryTimeout > 0 {
+			backoff.Budget = opts.RetryTimeout
+		}
+		// A 409 is not retried (cluster.IsTransient): server-side apply sends no resourceVersion,
+		// so a 409 is a conflict with another field manager (NoForce), which waiting does not resolve.
+		err := cluster.Retry(ctx, backoff, func() error {
 			obj := u.DeepCopy() // the client writes the server's answer into it
 			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), applyOpts...)
 			// Discovery may lag a CRD that was just Established: retry no-matches of those kinds.
 			if _, ok := defined[gvk]; ok && err != nil && meta.IsNoMatchError(err) {
-				return retryable{err}
+				return cluster.Again(err)
 			}
 			return err
 		})
@@ -727,52 +728,4 @@ func ApplySets(ctx context.Context, c *cluster.Client, sets []Set, opts SetsOpti
 	}
 	collect()
 	return results, nil
-}
-
-// retryable marks an error that retry should try again.
-type retryable struct{ error }
-
-func (r retryable) Unwrap() error { return r.error }
-
-// retry runs fn until it succeeds, fails permanently, or timeout passes. Transient errors are
-// retried with a short backoff: throttling, server timeouts, unavailable, and network errors
-// (refused or reset connections, client-side timeouts: a large CRD on a busy API server can take
-// longer than one request's timeout, so a timed-out request is retried at least twice whatever
-// the budget). Conflicts are not: server-side apply sends no resourceVersion, so a 409 is a
-// field-manager conflict that waiting does not resolve.
-func retry(ctx context.Context, timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	delay := 200 * time.Millisecond
-	timeouts := 0
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		var r retryable
-		isRetryable := errors.As(err, &r)
-		if r.error != nil {
-			err = r.error
-		}
-		var ne net.Error
-		timedOut := errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil
-		if timedOut {
-			timeouts++
-		}
-		transient := isRetryable || timedOut || apierrors.IsTooManyRequests(err) ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
-			apierrors.IsInternalError(err) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
-		outOfTime := time.Now().Add(delay).After(deadline) && !(timedOut && timeouts <= 2)
-		if !transient || outOfTime {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		if delay < 2*time.Second {
-			delay = delay * 3 / 2
-		}
-	}
 }
