@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
@@ -740,15 +739,22 @@ func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, pr
 	return res, errors.Join(errs...)
 }
 
-// deleteObject deletes one object (background propagation), retrying transient errors; an
-// object already gone is fine.
+// deleteObject deletes one object (background propagation), retrying transient errors
+// (cluster.IsTransient); an object already gone is fine.
 func deleteObject(ctx context.Context, c client.Client, o Object) (gone bool, err error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(o.GVK)
 	obj.SetNamespace(o.Namespace)
 	obj.SetName(o.Name)
-	err = retry.OnError(retry.DefaultBackoff, isTransient, func() error {
-		return c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = cluster.Retry(ctx, cluster.DefaultBackoff, func() error {
+		err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if apierrors.IsConflict(err) {
+			// The DELETE carries no precondition (no resourceVersion, no UID): a 409 says the
+			// object changed while the server handled it, and sending the DELETE again deletes
+			// what is there now. That is the re-read a conflict needs, so it is retried.
+			return cluster.Again(err)
+		}
+		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return true, nil
@@ -757,9 +763,4 @@ func deleteObject(ctx context.Context, c client.Client, o Object) (gone bool, er
 		return false, fmt.Errorf("deleting %s: %w", o, err)
 	}
 	return false, nil
-}
-
-func isTransient(err error) bool {
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err)
 }
