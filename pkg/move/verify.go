@@ -2,10 +2,10 @@ package move
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,12 +32,11 @@ func WaitBlockMove(ctx context.Context, c *cluster.Client, g *Graph, opts Option
 		return nil
 	}
 	opts.Log.Info("Move blocked by the clusterctl.cluster.x-k8s.io/block-move annotation, waiting for it to be removed", "objects", len(blocked), "timeout", opts.BlockMoveTimeout.String())
-	deadline := opts.Now().Add(opts.BlockMoveTimeout)
-	for {
-		type job struct {
-			gvk schema.GroupVersionKind
-			ns  string
-		}
+	type job struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	err := cluster.Poll(ctx, opts.PollInterval, opts.BlockMoveTimeout, func(ctx context.Context) (bool, error) {
 		jobs := map[job]bool{}
 		for _, n := range blocked {
 			jobs[job{n.Obj.GroupVersionKind(), n.Ref.Namespace}] = true
@@ -46,43 +45,39 @@ func WaitBlockMove(ctx context.Context, c *cluster.Client, g *Graph, opts Option
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(j.gvk.GroupVersion().WithKind(j.gvk.Kind + "List"))
 			if err := c.List(ctx, list, client.InNamespace(j.ns)); err != nil {
-				return fmt.Errorf("waiting for the block-move annotation to go: listing %s: %w", j.gvk.Kind, err)
+				return false, fmt.Errorf("waiting for the block-move annotation to go: listing %s: %w", j.gvk.Kind, err)
 			}
 			present := map[types.UID]bool{}
 			for _, o := range list.Items {
 				present[o.UID] = true
-				if n, ok := blocked[o.UID]; ok {
+				if _, ok := blocked[o.UID]; ok {
 					if _, still := o.Annotations[BlockMoveAnnotation]; !still {
 						delete(blocked, o.UID)
-						_ = n
 					}
 				}
 			}
 			for u, n := range blocked {
 				if n.Obj.GroupVersionKind() == j.gvk && n.Ref.Namespace == j.ns && !present[u] {
-					return fmt.Errorf("%s disappeared from the source while the move waited for it", n.Ref)
+					return false, fmt.Errorf("%s disappeared from the source while the move waited for it", n.Ref)
 				}
 			}
 		}
-		if len(blocked) == 0 {
-			opts.Log.Info("Every block-move annotation is gone")
-			return nil
+		return len(blocked) == 0, nil
+	})
+	if errors.Is(err, cluster.ErrTimedOut) {
+		var names []string
+		for _, n := range blocked {
+			names = append(names, n.Ref.String())
 		}
-		if !opts.Now().Before(deadline) {
-			var names []string
-			for _, n := range blocked {
-				names = append(names, n.Ref.String())
-			}
-			sort.Strings(names)
-			return fmt.Errorf("timed out after %s waiting for the %s annotation to be removed from: %s (its provider removes it once the object is paused; raise --block-move-timeout if it is slow)",
-				opts.BlockMoveTimeout, BlockMoveAnnotation, strings.Join(names, ", "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(opts.PollInterval):
-		}
+		sort.Strings(names)
+		return fmt.Errorf("timed out after %s waiting for the %s annotation to be removed from: %s (its provider removes it once the object is paused; raise --block-move-timeout if it is slow)",
+			opts.BlockMoveTimeout, BlockMoveAnnotation, strings.Join(names, ", "))
 	}
+	if err != nil {
+		return err
+	}
+	opts.Log.Info("Every block-move annotation is gone")
+	return nil
 }
 
 // Difference is one way the target differs from the objects as they were before the move.
