@@ -60,7 +60,7 @@ type Options struct {
 	// Offline forbids every network request: versions and files come from local repositories,
 	// the overrides folder and the cache only.
 	Offline bool
-	// RetryAttempts and RetryBackoff govern retries on network errors and 5xx answers
+	// RetryAttempts and RetryBackoff govern retries on network errors and transient answers
 	// (exponential backoff). Zero: DefaultRetryAttempts / DefaultRetryBackoff.
 	RetryAttempts int
 	RetryBackoff  time.Duration

@@ -37,8 +37,8 @@
 //     from the releases API (100 releases per call; drafts skipped); files are downloaded by plain HTTPS from
 //     https://github.com/OWNER/REPO/releases/download/TAG/FILE (no API quota), falling back to the
 //     API (release by tag, then the asset) when that fails or a token is set and the plain
-//     download 404s. Network errors and 5xx answers are retried with exponential backoff; 4xx are
-//     not. A used-up rate limit (403/429 with X-RateLimit-Remaining: 0) is a *RateLimitError
+//     download 404s. Network errors and transient answers (cluster.IsTransient: 429, 500, 502,
+//     503, 504) are retried with exponential backoff; other answers are not. A used-up rate limit (403/429 with X-RateLimit-Remaining: 0) is a *RateLimitError
 //     naming the reset time and both remedies.
 //   - GitLab generic packages:
 //     https://gitlab.HOST/api/v4/projects/{project}/packages/generic/{package}/{version}/{file}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -292,8 +293,10 @@ func githubError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// retryTransport retries GET requests on network errors and 5xx answers with exponential backoff;
-// 4xx answers are final and returned at once.
+// retryTransport retries GET requests that fail for a moment (cluster.IsTransient: network
+// errors, a body cut short, 5xx answers) with exponential backoff; other answers (4xx, a spent
+// rate limit) are final and returned at once. After the last attempt a transient answer is
+// returned as it is, so the caller reports the status.
 type retryTransport struct {
 	base     http.RoundTripper
 	attempts int
@@ -308,52 +311,52 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return base.RoundTrip(req)
 	}
-	wait := t.backoff
-	var lastErr error
-	for i := 0; ; i++ {
-		resp, err := base.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet {
-			// A body cut short is as transient as a refused connection: read it here, where a
-			// retry is still possible.
-			if err = bufferBody(req, resp); err != nil {
-				lastErr = err
-				if req.Context().Err() != nil || i+1 >= t.attempts {
-					var te *TruncatedError
-					if errors.As(err, &te) {
-						te.Attempts = i + 1
-					}
-					return nil, err
-				}
-				goto again
-			}
-		}
-		switch {
-		case err == nil && resp.StatusCode < 500:
-			return resp, nil
-		case err == nil:
-			lastErr = fmt.Errorf("server answered %s", resp.Status)
-			if i+1 >= t.attempts {
-				return resp, nil
-			}
+	var resp *http.Response // the last answer, kept open in case it stays the last
+	attempts := 0
+	err := cluster.Retry(req.Context(), cluster.Backoff{Initial: t.backoff, Factor: 2, Attempts: t.attempts}, func() error {
+		if resp != nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 			resp.Body.Close()
-		default:
-			lastErr = err
-			if req.Context().Err() != nil || i+1 >= t.attempts {
-				if i > 0 {
-					return nil, fmt.Errorf("failed after %d attempts: %w", i+1, lastErr)
-				}
-				return nil, err
+			resp = nil
+		}
+		attempts++
+		r, err := base.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		if r.StatusCode == http.StatusOK && req.Method == http.MethodGet {
+			// A body cut short is as transient as a refused connection: read it here, where a
+			// retry is still possible.
+			if err := bufferBody(req, r); err != nil {
+				return cluster.Again(err)
 			}
 		}
-	again:
-		select {
-		case <-req.Context().Done():
-			return nil, fmt.Errorf("%w (last error: %v)", req.Context().Err(), lastErr)
-		case <-time.After(wait):
+		resp = r
+		if cluster.IsTransientStatus(r.StatusCode) && !isRateLimited(r) {
+			return cluster.Again(fmt.Errorf("server answered %s", r.Status))
 		}
-		wait *= 2
+		return nil
+	})
+	var te *TruncatedError
+	if errors.As(err, &te) {
+		te.Attempts = attempts
 	}
+	switch {
+	case err == nil:
+		return resp, nil
+	case req.Context().Err() != nil:
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return nil, err
+	case resp != nil:
+		return resp, nil // the last attempt's transient answer
+	case te != nil:
+		return nil, err
+	case attempts > 1:
+		return nil, fmt.Errorf("failed after %d attempts: %w", attempts, err)
+	}
+	return nil, err
 }
 
 // TruncatedError is a download whose connection closed before the whole body arrived.
