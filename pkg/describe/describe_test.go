@@ -295,7 +295,7 @@ func waitFrame(t *testing.T, frames chan string) string {
 			if f != "\n" {
 				return s
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(30 * time.Second): // the test's own clock: a frame that never comes fails the test instead of hanging it
 			t.Fatal("no frame within 30s")
 		}
 	}

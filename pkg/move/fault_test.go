@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
@@ -51,7 +50,7 @@ func denyPolicy(t *testing.T, c *cluster.Client, name string, op admissionv1.Ope
 		t.Fatal(err)
 	}
 	waitFor := func(denied bool) {
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		err := cluster.Poll(ctx, 200*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
 			err := probe()
 			return (err != nil && strings.Contains(err.Error(), "fault injection")) == denied, nil
 		})

@@ -161,7 +161,7 @@ func TestMoveFleetBetweenTwoAPIServers(t *testing.T) {
 		defer close(lifted)
 		select {
 		case <-waiting:
-		case <-time.After(2 * time.Minute):
+		case <-time.After(2 * time.Minute): // the test's own clock: how long it lets the move take to start waiting
 			t.Error("the move never waited for the block-move annotation")
 			return
 		}
