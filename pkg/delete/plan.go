@@ -4,24 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 
-	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
-	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -126,24 +121,15 @@ type ExistingObjectsError struct {
 
 func (e *ExistingObjectsError) Error() string {
 	var parts []string
-	for _, p := range sortedKeys(e.Counts) {
+	for _, p := range slices.Sorted(maps.Keys(e.Counts)) {
 		var kinds []string
-		for _, k := range sortedKeys(e.Counts[p]) {
+		for _, k := range slices.Sorted(maps.Keys(e.Counts[p])) {
 			kinds = append(kinds, fmt.Sprintf("%s: %d", k, e.Counts[p][k]))
 		}
 		parts = append(parts, fmt.Sprintf("%q: [%s]", p, strings.Join(kinds, ", ")))
 	}
 	return fmt.Sprintf("found existing objects for provider CRDs %s. Please delete these objects first before running capctl delete with --include-crd (or run it without --include-crd to keep the CRDs and their objects)",
 		strings.Join(parts, "; "))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Validate checks options that need no cluster.
@@ -310,11 +296,30 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 	}
 	plan.Unlisted = append(plan.Unlisted, unlisted...)
 
-	// Sort components to their provider, applying clusterctl's keep rules.
 	plans := map[string]*ProviderPlan{}
 	for _, p := range selected {
 		plans[p.ManifestLabel()] = &ProviderPlan{Provider: p, Namespace: p.Namespace}
 	}
+	certManagerObjs := assign(found, plans, instances, opts)
+	for _, p := range deletionOrder(selected) {
+		pp := plans[p.ManifestLabel()]
+		sortForDelete(pp.Delete)
+		sort.Strings(pp.KeptCRDs)
+		plan.Providers = append(plan.Providers, *pp)
+	}
+
+	cm, err := planCertManager(ctx, c, opts, plan, certManagerObjs, types)
+	if err != nil {
+		return nil, err
+	}
+	plan.CertManager = cm
+	return plan, nil
+}
+
+// assign sorts the components found to the plans of their providers (by manifest label),
+// applying clusterctl's keep rules, and returns cert-manager's objects, which no provider owns.
+// instances counts the installed instances of each provider.
+func assign(found []listedObject, plans map[string]*ProviderPlan, instances map[string]int, opts Options) (certManagerObjs []listedObject) {
 	// With --include-namespace the namespace takes its contents with it, but only a Namespace
 	// labelled as the provider's is deleted (as clusterctl does); otherwise objects go one by one.
 	if opts.IncludeNamespace {
@@ -325,7 +330,6 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 			}
 		}
 	}
-	var certManagerObjs []listedObject
 	for _, o := range found {
 		if o.labels[inventory.CoreLabel] == certmanager.CoreValue {
 			certManagerObjs = append(certManagerObjs, o)
@@ -366,19 +370,7 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 		}
 		pp.Delete = append(pp.Delete, o.Object)
 	}
-	for _, p := range deletionOrder(selected) {
-		pp := plans[p.ManifestLabel()]
-		sortForDelete(pp.Delete)
-		sort.Strings(pp.KeptCRDs)
-		plan.Providers = append(plan.Providers, *pp)
-	}
-
-	cm, err := planCertManager(ctx, c, opts, plan, certManagerObjs, types)
-	if err != nil {
-		return nil, err
-	}
-	plan.CertManager = cm
-	return plan, nil
+	return certManagerObjs
 }
 
 func (o Options) concurrency() int {
@@ -391,152 +383,6 @@ func (o Options) concurrency() int {
 func isWebhookConfiguration(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "admissionregistration.k8s.io" &&
 		(gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration")
-}
-
-// componentSelector selects clusterctl-managed objects of the selected providers, or every
-// clusterctl-managed object when cert-manager's are needed too (still one LIST per type).
-func componentSelector(selected []inventory.Provider, withCertManager bool) (labels.Selector, error) {
-	managed, err := labels.NewRequirement(inventory.ClusterctlLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	sel := labels.NewSelector().Add(*managed)
-	if withCertManager {
-		return sel, nil
-	}
-	var names []string
-	for _, p := range selected {
-		names = append(names, p.ManifestLabel())
-	}
-	byProvider, err := labels.NewRequirement(inventory.ProviderLabel, selection.In, names)
-	if err != nil {
-		return nil, err
-	}
-	return sel.Add(*byProvider), nil
-}
-
-// listableTypes returns the preferred version of every type that supports list and delete,
-// minus provider CRD kinds and event types (never components).
-func listableTypes(d discovery.DiscoveryInterface, excluded map[schema.GroupResource]bool) ([]apiType, []authz.Unreadable, error) {
-	lists, err := d.ServerPreferredResources()
-	var unlisted []authz.Unreadable
-	if err != nil {
-		var gdf *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(err, &gdf) {
-			return nil, nil, fmt.Errorf("discovering the API types of the management cluster: %w", err)
-		}
-		// A group that cannot be discovered hides its kinds: the search would be incomplete.
-		for gv, e := range gdf.Groups {
-			unlisted = append(unlisted, authz.NewUnreadable("*."+gv.Group, "", "get (discovery of "+gv.String()+")", e))
-		}
-	}
-	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists)
-	var out []apiType
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || r.Name == "events" {
-				continue
-			}
-			if excluded[schema.GroupResource{Group: gv.Group, Resource: r.Name}] {
-				continue
-			}
-			out = append(out, apiType{gvk: gv.WithKind(r.Kind), resource: r.Name, namespaced: r.Namespaced})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].gvk.String() < out[j].gvk.String() })
-	return out, unlisted, nil
-}
-
-// listAll lists every type once (all namespaces, metadata only) with the selector, in parallel.
-// A kind the server refuses or fails to list is recorded (authz.Reads) and the others are still
-// listed, so the refusal names all that could not be; an error that is not about one kind (a
-// bad credential, an unreachable server) is returned.
-func listAll(ctx context.Context, c client.Client, types []apiType, sel labels.Selector, concurrency int) ([]listedObject, []authz.Unreadable, error) {
-	var (
-		mu    sync.Mutex
-		found []listedObject
-		reads authz.Reads
-		g     errgroup.Group
-	)
-	g.SetLimit(concurrency)
-	for _, t := range types {
-		g.Go(func() error {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(t.gvk.GroupVersion().WithKind(t.gvk.Kind + "List"))
-			ok, err := reads.List(ctx, c, list, client.MatchingLabelsSelector{Selector: sel})
-			if !ok || err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, it := range list.Items {
-				found = append(found, listedObject{
-					Object:     Object{GVK: t.gvk, Kind: t.gvk.Kind, Namespace: it.Namespace, Name: it.Name},
-					labels:     it.Labels,
-					namespaced: t.namespaced,
-				})
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, fmt.Errorf("listing the components: %w", err)
-	}
-	sort.Slice(found, func(i, j int) bool { return found[i].String() < found[j].String() })
-	return found, reads.Unread(), nil
-}
-
-// checkNoObjects refuses --include-crd while objects of the selected providers' CRDs exist
-// (listed at the storage version, so no conversion webhook is needed), for all providers at once.
-func checkNoObjects(ctx context.Context, c client.Client, crds []apiextensionsv1.CustomResourceDefinition, selected map[string]inventory.Provider, concurrency int) error {
-	var (
-		mu     sync.Mutex
-		counts = map[string]map[string]int{}
-		errs   []error
-		g      errgroup.Group
-	)
-	g.SetLimit(concurrency)
-	for i := range crds {
-		crd := &crds[i]
-		label := crd.Labels[inventory.ProviderLabel]
-		if _, ok := selected[label]; !ok {
-			continue
-		}
-		storage := contract.StorageVersion(crd)
-		if storage == "" {
-			continue
-		}
-		g.Go(func() error {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind})
-			err := c.List(ctx, list)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("counting %s objects before deleting CRD %s: %w", crd.Spec.Names.Kind, crd.Name, err))
-				return nil // every CRD is counted, so the error names all that could not be
-			}
-			if n := len(list.Items); n > 0 {
-				if counts[label] == nil {
-					counts[label] = map[string]int{}
-				}
-				counts[label][crd.Spec.Names.Kind] += n
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if len(counts) > 0 {
-		return &ExistingObjectsError{Counts: counts}
-	}
-	return nil
 }
 
 // planCertManager decides about cert-manager: kept unless asked for, installed by
@@ -646,121 +492,4 @@ func sortForDelete(objs []Object) {
 		}
 		return objs[i].String() < objs[j].String()
 	})
-}
-
-// Result is what Apply did.
-type Result struct {
-	Deleted int `json:"deleted"`
-	// AlreadyGone counts objects that had disappeared before their DELETE.
-	AlreadyGone int `json:"alreadyGone"`
-	// InventoryRemoved are the providers whose inventory entry was removed.
-	InventoryRemoved []inventory.Provider `json:"inventoryRemoved"`
-}
-
-// Progress is called after each deletion (err is nil on success).
-type Progress func(done, total int, o Object, err error)
-
-// Apply deletes what the plan lists: per provider its components, then (only if all of them
-// went) its inventory entry, so a failed delete can simply be run again; then cert-manager.
-func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, progress Progress) (*Result, error) {
-	if err := plan.Complete(); err != nil {
-		return nil, err
-	}
-	if err := plan.checkPermissions(ctx, c); err != nil {
-		return nil, err
-	}
-	if concurrency <= 0 {
-		concurrency = 8
-	}
-	res := &Result{}
-	total := plan.Total()
-	done := 0
-	var mu sync.Mutex
-	var errs []error
-	deleteGroup := func(objs []Object) []error {
-		// Delete rank by rank; objects within a rank in parallel.
-		var failed []error
-		for start := 0; start < len(objs); {
-			end := start
-			for end < len(objs) && deleteRank(objs[end]) == deleteRank(objs[start]) {
-				end++
-			}
-			var g errgroup.Group
-			g.SetLimit(concurrency)
-			for _, o := range objs[start:end] {
-				g.Go(func() error {
-					gone, err := deleteObject(ctx, c, o)
-					mu.Lock()
-					defer mu.Unlock()
-					done++
-					switch {
-					case err != nil:
-						failed = append(failed, err)
-					case gone:
-						res.AlreadyGone++
-					default:
-						res.Deleted++
-					}
-					if progress != nil {
-						progress(done, total, o, err)
-					}
-					return nil // failures are collected, so every object of the rank is tried
-				})
-			}
-			_ = g.Wait()
-			start = end
-		}
-		return failed
-	}
-	for _, pp := range plan.Providers {
-		if pp.Provider.Type == provider.CoreProviderType && len(errs) > 0 {
-			errs = append(errs, fmt.Errorf("%s was not deleted because other providers could not be: it goes last, so the management cluster stays readable", pp.Provider.ManifestLabel()))
-			continue
-		}
-		failed := deleteGroup(pp.Delete)
-		if len(failed) > 0 {
-			errs = append(errs, fmt.Errorf("%s: %d object(s) could not be deleted, its inventory entry is kept so that running delete again finishes the job: %w",
-				pp.Provider.ManifestLabel(), len(failed), errors.Join(failed...)))
-			continue
-		}
-		if err := inventory.Delete(ctx, c, pp.Provider); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		res.InventoryRemoved = append(res.InventoryRemoved, pp.Provider)
-	}
-	if plan.CertManager.Deleted {
-		if len(errs) > 0 {
-			errs = append(errs, errors.New("cert-manager was not deleted because some provider components could not be deleted"))
-		} else if failed := deleteGroup(plan.CertManager.Delete); len(failed) > 0 {
-			errs = append(errs, fmt.Errorf("cert-manager: %w", errors.Join(failed...)))
-		}
-	}
-	return res, errors.Join(errs...)
-}
-
-// deleteObject deletes one object (background propagation), retrying transient errors
-// (cluster.IsTransient); an object already gone is fine.
-func deleteObject(ctx context.Context, c client.Client, o Object) (gone bool, err error) {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(o.GVK)
-	obj.SetNamespace(o.Namespace)
-	obj.SetName(o.Name)
-	err = cluster.Retry(ctx, cluster.DefaultBackoff, func() error {
-		err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if apierrors.IsConflict(err) {
-			// The DELETE carries no precondition (no resourceVersion, no UID): a 409 says the
-			// object changed while the server handled it, and sending the DELETE again deletes
-			// what is there now. That is the re-read a conflict needs, so it is retried.
-			return cluster.Again(err)
-		}
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("deleting %s: %w", o, err)
-	}
-	return false, nil
 }
