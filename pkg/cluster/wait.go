@@ -10,7 +10,8 @@ import (
 
 // This file and retry.go are capctl's one home for waiting: Poll (wait for a condition), Sleep
 // (one pause that ends with ctx), Retry with its Backoff and IsTransient (try a request again),
-// and crd.go's CRD waits on top of them. Nothing else in pkg/ calls wait.Poll* or time.After.
+// and crd.go's CRD waits on top of them. The rest of pkg/ waits through these, not through
+// wait.Poll* or time.After of its own.
 
 // ErrTimedOut is Poll's answer when the timeout passed before the condition held.
 var ErrTimedOut = errors.New("timed out")
