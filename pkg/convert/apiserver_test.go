@@ -11,6 +11,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -40,7 +41,7 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 			if err := sigsyaml.Unmarshal(d.Text, &u.Object); err != nil {
 				t.Fatalf("%s line %d: %v", name, d.Line, err)
 			}
-			if len(u.Object) == 0 || !capiGroup(u.GroupVersionKind().Group) {
+			if len(u.Object) == 0 || !contract.IsClusterAPIGroup(u.GroupVersionKind().Group) {
 				continue
 			}
 			if u.GroupVersionKind().Version != TargetVersion {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -362,7 +363,7 @@ func convertItem(obj map[string]any, line int, text []byte) (map[string]any, Obj
 		rep.Namespace, _ = md["namespace"].(string)
 	}
 	switch {
-	case !capiGroup(gvk.Group):
+	case !contract.IsClusterAPIGroup(gvk.Group):
 		rep.Action = NotCAPI
 		return obj, rep
 	case gvk.Version == TargetVersion:

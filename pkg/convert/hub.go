@@ -22,6 +22,8 @@ import (
 	runtimev1beta2 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	dockerv1beta1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta1"
 	dockerv1beta2 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
+
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // TargetVersion is the one version capctl converts to (clusterctl's --to-version accepts only it).
@@ -55,12 +57,6 @@ func convertible(gvk schema.GroupVersionKind) bool {
 	return scheme.Recognizes(gvk.GroupKind().WithVersion(TargetVersion))
 }
 
-// capiGroup reports whether group belongs to Cluster API or one of its providers (any
-// *.cluster.x-k8s.io group); objects of such groups that capctl cannot convert are reported.
-func capiGroup(group string) bool {
-	return group == "cluster.x-k8s.io" || strings.HasSuffix(group, ".cluster.x-k8s.io")
-}
-
 // refMove is one reference upstream converts in the hub's ConvertTo rather than in the generated
 // functions: a v1beta1 corev1.ObjectReference at From becomes a v1beta2
 // ContractVersionedObjectReference (apiGroup, kind, name) at To.
@@ -72,17 +68,17 @@ type boolMove struct{ From, To []string }
 // hubSteps are, per group/kind, the steps upstream implements in ConvertTo/ConvertFrom of the
 // hub types; the generated conversion functions leave these fields empty.
 var hubRefs = map[schema.GroupKind][]refMove{
-	{Group: "cluster.x-k8s.io", Kind: "Cluster"}: {
+	{Group: contract.Group, Kind: "Cluster"}: {
 		{From: path("spec.infrastructureRef"), To: path("spec.infrastructureRef")},
 		{From: path("spec.controlPlaneRef"), To: path("spec.controlPlaneRef")},
 	},
-	{Group: "cluster.x-k8s.io", Kind: "Machine"}: {
+	{Group: contract.Group, Kind: "Machine"}: {
 		{From: path("spec.bootstrap.configRef"), To: path("spec.bootstrap.configRef")},
 		{From: path("spec.infrastructureRef"), To: path("spec.infrastructureRef")},
 	},
-	{Group: "cluster.x-k8s.io", Kind: "MachineSet"}:        templateRefs,
-	{Group: "cluster.x-k8s.io", Kind: "MachineDeployment"}: templateRefs,
-	{Group: "cluster.x-k8s.io", Kind: "MachinePool"}:       templateRefs,
+	{Group: contract.Group, Kind: "MachineSet"}:        templateRefs,
+	{Group: contract.Group, Kind: "MachineDeployment"}: templateRefs,
+	{Group: contract.Group, Kind: "MachinePool"}:       templateRefs,
 	{Group: "controlplane.cluster.x-k8s.io", Kind: "KubeadmControlPlane"}: {
 		{From: path("spec.machineTemplate.infrastructureRef"), To: path("spec.machineTemplate.spec.infrastructureRef")},
 	},
@@ -94,12 +90,12 @@ var templateRefs = []refMove{
 }
 
 var hubBools = map[schema.GroupKind][]boolMove{
-	{Group: "cluster.x-k8s.io", Kind: "Cluster"}: {
+	{Group: contract.Group, Kind: "Cluster"}: {
 		{From: path("status.infrastructureReady"), To: path("status.initialization.infrastructureProvisioned")},
 		{From: path("status.controlPlaneReady"), To: path("status.initialization.controlPlaneInitialized")},
 	},
-	{Group: "cluster.x-k8s.io", Kind: "Machine"}:     machineBools,
-	{Group: "cluster.x-k8s.io", Kind: "MachinePool"}: machineBools,
+	{Group: contract.Group, Kind: "Machine"}:     machineBools,
+	{Group: contract.Group, Kind: "MachinePool"}: machineBools,
 	{Group: "controlplane.cluster.x-k8s.io", Kind: "KubeadmControlPlane"}: {
 		{From: path("status.initialized"), To: path("status.initialization.controlPlaneInitialized")},
 	},
@@ -182,7 +178,7 @@ func applyHubDown(gk schema.GroupKind, in, out map[string]any, version versionOf
 // defaultVersionOf writes references to Cluster API groups at v1beta1 (the version every
 // Cluster API provider served alongside v1beta2) and keeps other groups' versions unknown.
 func defaultVersionOf(group, _ string) string {
-	if capiGroup(group) {
+	if contract.IsClusterAPIGroup(group) {
 		return group + "/v1beta1"
 	}
 	return ""

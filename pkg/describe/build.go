@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // Build turns a snapshot into the cluster's tree, applying opts' presentation (conditions shown,
@@ -178,7 +180,7 @@ func (t *treeBuilder) workerGroup() *Node {
 func (t *treeBuilder) addMachinesOf(parent *Node, kind, name string) {
 	for k := range t.s.Machines {
 		m := &t.s.Machines[k]
-		if !t.placed[m.GetName()] && controlledBy(m, coreGroup, kind, name) {
+		if !t.placed[m.GetName()] && controlledBy(m, contract.Group, kind, name) {
 			t.addMachine(parent, m)
 		}
 	}
@@ -197,7 +199,7 @@ func (t *treeBuilder) addMachineDeployments() {
 		})
 		for j := range t.s.MachineSets {
 			ms := &t.s.MachineSets[j]
-			if !controlledBy(ms, coreGroup, "MachineDeployment", md.GetName()) {
+			if !controlledBy(ms, contract.Group, "MachineDeployment", md.GetName()) {
 				continue
 			}
 			parent := mdNode

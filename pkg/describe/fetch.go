@@ -20,11 +20,11 @@ import (
 
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // Labels and groups describe relies on (Cluster API's own names).
 const (
-	coreGroup         = "cluster.x-k8s.io"
 	addonsGroup       = "addons.cluster.x-k8s.io"
 	clusterNameLabel  = "cluster.x-k8s.io/cluster-name"
 	controlPlaneLabel = "cluster.x-k8s.io/control-plane"
@@ -361,7 +361,7 @@ type Referenced struct {
 // opts.ShowResourceSets say what to read.
 func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
 	d := &discoverer{c: c, opts: opts, versions: map[schema.GroupKind]versionResult{}}
-	clusterGVK, ok, err := d.servedGVK(coreGroup, "Cluster")
+	clusterGVK, ok, err := d.servedGVK(contract.Group, "Cluster")
 	if err != nil {
 		return nil, err
 	}
@@ -436,11 +436,11 @@ func (d *discoverer) fetchLists(ctx context.Context, s *Snapshot) error {
 			return tolerate(err)
 		})
 	}
-	listInto(&s.Machines, coreGroup, "Machine", sel)
-	listInto(&s.MachineDeployments, coreGroup, "MachineDeployment", sel)
-	listInto(&s.MachineSets, coreGroup, "MachineSet", sel)
-	listInto(&s.MachinePools, coreGroup, "MachinePool", sel)
-	listInto(&s.MachineHealthChecks, coreGroup, "MachineHealthCheck", nil)
+	listInto(&s.Machines, contract.Group, "Machine", sel)
+	listInto(&s.MachineDeployments, contract.Group, "MachineDeployment", sel)
+	listInto(&s.MachineSets, contract.Group, "MachineSet", sel)
+	listInto(&s.MachinePools, contract.Group, "MachinePool", sel)
+	listInto(&s.MachineHealthChecks, contract.Group, "MachineHealthCheck", nil)
 	if opts.ShowResourceSets {
 		listInto(&s.ClusterResourceSets, addonsGroup, "ClusterResourceSet", nil)
 		g.Go(func() error {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // FetchFleet reads the snapshot of every cluster of a namespace (or of all namespaces with
@@ -33,7 +34,7 @@ func FetchFleet(ctx context.Context, c Reader, opts SummaryOptions) ([]*Snapshot
 	var reads authz.Reads
 	listInto := func(dst *[]unstructured.Unstructured, kind string) {
 		g.Go(func() error {
-			items, err := d.list(gctx, coreGroup, kind, ns, nil)
+			items, err := d.list(gctx, contract.Group, kind, ns, nil)
 			*dst = items
 			if authz.Tolerable(err) {
 				reads.Add(authz.FromError(ns, err))

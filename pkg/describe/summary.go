@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -146,7 +147,7 @@ func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSum
 // ("" for all namespaces).
 func fleetScope(c Reader, opts SummaryOptions) (*discoverer, schema.GroupVersionKind, string, error) {
 	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
-	gvk, ok, err := d.servedGVK(coreGroup, "Cluster")
+	gvk, ok, err := d.servedGVK(contract.Group, "Cluster")
 	if err != nil {
 		return nil, gvk, "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -347,7 +348,7 @@ func (in *Input) providerOfKind(kindGroup string) *ProviderStatus {
 	}
 	gk := schema.ParseGroupKind(kindGroup)
 	switch {
-	case gk.Group == "cluster.x-k8s.io":
+	case gk.Group == contract.Group:
 		return in.providerOfType(provider.CoreProviderType)
 	case strings.HasPrefix(gk.Group, "bootstrap."):
 		return in.providerOfType(provider.BootstrapProviderType)

@@ -42,7 +42,7 @@ func checkContracts(ctx context.Context, src, dst *cluster.Client, g *Graph) (Co
 		}
 	} else if g != nil {
 		for _, n := range g.Moved() {
-			if gv := n.Obj.GroupVersionKind(); gv.Group == "cluster.x-k8s.io" {
+			if gv := n.Obj.GroupVersionKind(); gv.Group == contract.Group {
 				cs.Source = gv.Version
 				break
 			}

@@ -163,9 +163,6 @@ var ErrNamespaceNotFound = errors.New("namespace not found")
 // ErrNothingToMove is returned when discovery finds nothing to move.
 var ErrNothingToMove = errors.New("nothing to move")
 
-// isCAPIGroup tells whether a group belongs to Cluster API or a provider.
-func isCAPIGroup(g string) bool { return strings.HasSuffix(g, "cluster.x-k8s.io") }
-
 // DiscoverTypes lists the kinds to move: CRDs labelled by clusterctl (storage version) plus
 // Secrets and ConfigMaps. One LIST of CRDs.
 func DiscoverTypes(ctx context.Context, c client.Reader) ([]TypeInfo, error) {
@@ -358,7 +355,7 @@ func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Un
 	wanted := map[string]map[string]bool{} // namespace -> class names
 	for i := range objs {
 		o := &objs[i]
-		if o.GetKind() != "Cluster" || o.GroupVersionKind().Group != "cluster.x-k8s.io" {
+		if o.GetKind() != "Cluster" || o.GroupVersionKind().Group != contract.Group {
 			continue
 		}
 		if cns, name := classRef(o); name != "" && cns != ns {
@@ -373,7 +370,7 @@ func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Un
 	}
 	byKind := map[string]TypeInfo{}
 	for _, t := range typesToList {
-		if isCAPIGroup(t.GVK.Group) {
+		if contract.IsClusterAPIGroup(t.GVK.Group) {
 			byKind[t.GVK.Group+"/"+t.GVK.Kind] = t
 		}
 	}
@@ -473,7 +470,7 @@ func keepSharedClasses(ctx context.Context, c client.Reader, g *Graph, ns string
 	}
 	var clusterType *TypeInfo
 	for i := range typesToList {
-		if typesToList[i].GVK.Group == "cluster.x-k8s.io" && typesToList[i].GVK.Kind == "Cluster" {
+		if typesToList[i].GVK.Group == contract.Group && typesToList[i].GVK.Kind == "Cluster" {
 			clusterType = &typesToList[i]
 		}
 	}
@@ -811,7 +808,7 @@ func looksRelated(n *Node) bool {
 		return true
 	}
 	for _, r := range n.Obj.GetOwnerReferences() {
-		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && isCAPIGroup(gv.Group) {
+		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && contract.IsClusterAPIGroup(gv.Group) {
 			return true
 		}
 	}

@@ -119,7 +119,7 @@ func PlanReplacement(ctx context.Context, src, dst *cluster.Client, opts Options
 	} else {
 		tv = map[schema.GroupKind]string{}
 		for _, n := range g.Moved() {
-			if gvk := n.Obj.GroupVersionKind(); isCAPIGroup(gvk.Group) {
+			if gvk := n.Obj.GroupVersionKind(); contract.IsClusterAPIGroup(gvk.Group) {
 				tv[gvk.GroupKind()] = r.Contracts.Target
 			}
 		}
@@ -167,7 +167,7 @@ func outsideGraph(ctx context.Context, src *cluster.Client) ([]string, error) {
 	}
 	var out []string
 	for _, crd := range crds.Items {
-		if _, labelled := crd.Labels[inventory.ClusterctlLabel]; labelled || !isCAPIGroup(crd.Spec.Group) || crd.Spec.Group == inventory.Group {
+		if _, labelled := crd.Labels[inventory.ClusterctlLabel]; labelled || !contract.IsClusterAPIGroup(crd.Spec.Group) || crd.Spec.Group == inventory.Group {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s (%s): CRD %s has no %s label, so its objects do not move; label the CRD (or each object %s) to move them", crd.Spec.Names.Kind, crd.Spec.Group, crd.Name, inventory.ClusterctlLabel, MoveLabel))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // DefaultSettle is how long `capctl move` watches the moved clusters in the target afterwards.
@@ -64,7 +65,7 @@ func SnapshotClusters(clusters []string, objs []*unstructured.Unstructured) Sett
 		s[c] = ClusterState{Machines: map[string]string{}}
 	}
 	for _, o := range objs {
-		if o.GroupVersionKind().Group != "cluster.x-k8s.io" {
+		if o.GroupVersionKind().Group != contract.Group {
 			continue
 		}
 		switch o.GetKind() {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // Action is what to do with the targets.
@@ -37,7 +38,6 @@ const (
 
 // Names and labels of the Cluster API contract.
 const (
-	coreGroup         = "cluster.x-k8s.io"
 	controlPlaneGroup = "controlplane.cluster.x-k8s.io"
 	pausedAnnotation  = "cluster.x-k8s.io/paused"
 	clusterNameLabel  = "cluster.x-k8s.io/cluster-name"
@@ -287,11 +287,11 @@ func (r *resolver) preferred(group string) (string, error) {
 func (r *resolver) kindOf(typ string) (schema.GroupVersionKind, *metav1.APIResource, error) {
 	switch typ {
 	case machineDeploymentType, "machinedeployments", "md":
-		v, err := r.preferred(coreGroup)
+		v, err := r.preferred(contract.Group)
 		if err != nil {
 			return schema.GroupVersionKind{}, nil, err
 		}
-		return schema.GroupVersionKind{Group: coreGroup, Version: v, Kind: "MachineDeployment"}, nil, nil
+		return schema.GroupVersionKind{Group: contract.Group, Version: v, Kind: "MachineDeployment"}, nil, nil
 	}
 	v, err := r.preferred(controlPlaneGroup)
 	if err != nil {
@@ -361,7 +361,7 @@ func newTarget(ref string, u *unstructured.Unstructured) Target {
 
 // machineDeployments lists the MachineDeployments --all or --selector picks (one LIST).
 func (r *resolver) machineDeployments(ctx context.Context, req Request) ([]Target, error) {
-	v, err := r.preferred(coreGroup)
+	v, err := r.preferred(contract.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (r *resolver) machineDeployments(ctx context.Context, req Request) ([]Targe
 		}
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: coreGroup, Version: v, Kind: "MachineDeploymentList"})
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: contract.Group, Version: v, Kind: "MachineDeploymentList"})
 	opts := []client.ListOption{client.InNamespace(r.ns), client.MatchingLabelsSelector{Selector: sel}}
 	if err := r.c.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("listing MachineDeployments in %s: %w", r.ns, err)
@@ -507,7 +507,7 @@ func (r *resolver) hasField(ctx context.Context, gvk schema.GroupVersionKind, p 
 // machines fills in the Machines each restart target will replace: every Machine it owns now
 // (rollout.after set to now replaces all Machines created before it), with one LIST per namespace.
 func (r *resolver) machines(ctx context.Context, targets []Target) error {
-	v, err := r.preferred(coreGroup)
+	v, err := r.preferred(contract.Group)
 	if err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func (r *resolver) machines(ctx context.Context, targets []Target) error {
 			continue
 		}
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: coreGroup, Version: v, Kind: "MachineList"})
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: contract.Group, Version: v, Kind: "MachineList"})
 		if err := r.c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("listing Machines in %s: %w", ns, err)
 		}

@@ -18,15 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
 )
 
-// ClusterAPIGroup is the API group of Cluster and ClusterClass.
-const ClusterAPIGroup = "cluster.x-k8s.io"
-
 // ClusterClassGVK is the ClusterClass kind looked up in a management cluster.
-var ClusterClassGVK = schema.GroupVersionKind{Group: ClusterAPIGroup, Version: "v1beta2", Kind: "ClusterClass"}
+var ClusterClassGVK = schema.GroupVersionKind{Group: contract.Group, Version: "v1beta2", Kind: "ClusterClass"}
 
 // ClassRef names a ClusterClass.
 type ClassRef struct {
@@ -218,7 +216,7 @@ func ClassRefs(objs []unstructured.Unstructured, defaultNamespace string) []Clas
 	seen := map[ClassRef]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
-		if gvk.Group != ClusterAPIGroup || gvk.Kind != "Cluster" {
+		if gvk.Group != contract.Group || gvk.Kind != "Cluster" {
 			continue
 		}
 		var name, ns string
