@@ -12,6 +12,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	capi "github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
@@ -39,7 +40,7 @@ upgrades of its workload clusters.`),
 // UpgradeHistoryOptions is `capctl upgrade history [NAME]` parsed from its flags.
 type UpgradeHistoryOptions struct {
 	deps
-	Request upgrade.HistoryRequest
+	Request fleetupgrade.HistoryRequest
 	Output  output.Format
 }
 
@@ -51,8 +52,8 @@ func newCmdUpgradeHistory(f *factory, runF func(*UpgradeHistoryOptions) error) *
 		Short: "List the fleet rollouts recorded in the management cluster, or show one",
 		Long: strings.TrimSpace(`
 List the rollouts "capctl upgrade apply --kubernetes-version" (or --plan) recorded in the
-management cluster, newest first: one ConfigMap per rollout in namespace ` + upgrade.AuditNamespace + `, labelled
-` + upgrade.AuditLabel + `, with who ran it (as the API server authenticated them), when, the plan's
+management cluster, newest first: one ConfigMap per rollout in namespace ` + fleetupgrade.AuditNamespace + `, labelled
+` + fleetupgrade.AuditLabel + `, with who ran it (as the API server authenticated them), when, the plan's
 digest, each wave's start, end and gates, and each cluster's result. The record is written before
 the first patch and after every step: a rollout killed midway shows state Running and what it
 had done. With NAME, show that rollout.`),
@@ -75,20 +76,20 @@ had done. With NAME, show that rollout.`),
 	return cmd
 }
 
-// runUpgradeHistory makes the one upgrade.History call and prints the records (or the one named).
+// runUpgradeHistory makes the one fleetupgrade.History call and prints the records (or the one named).
 func runUpgradeHistory(ctx context.Context, o *UpgradeHistoryOptions) error {
 	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	recs, err := upgrade.History(ctx, c, o.Request)
+	recs, err := fleetupgrade.History(ctx, c, o.Request)
 	if err != nil {
 		return err
 	}
 	if o.Request.Name != "" {
-		return output.Render(o.IO.Out, o.Output, recs[0], func(w io.Writer) error { return upgrade.RenderRecord(w, recs[0]) })
+		return output.Render(o.IO.Out, o.Output, recs[0], func(w io.Writer) error { return fleetupgrade.RenderRecord(w, recs[0]) })
 	}
-	return output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return upgrade.RenderHistory(w, recs) })
+	return output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return fleetupgrade.RenderHistory(w, recs) })
 }
 
 // UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
@@ -97,13 +98,13 @@ type UpgradePlanOptions struct {
 	// KubernetesVersion, when set, asks for the fleet's Kubernetes plan instead of the providers'.
 	KubernetesVersion string
 	// Selection picks the clusters of the Kubernetes plan (as upgrade apply does).
-	Selection     upgrade.FleetSelection
+	Selection     fleetupgrade.FleetSelection
 	AllNamespaces bool
 	Output        output.Format
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
 	// Rollout is how the saved plan will be rolled (with --kubernetes-version).
-	Rollout upgrade.Rollout
+	Rollout fleetupgrade.Rollout
 	// Save is the plan file to write (--save).
 	Save string
 
@@ -117,7 +118,7 @@ With --kubernetes-version, show instead how every workload cluster gets to that 
 version: minor by minor (Kubernetes cannot skip a minor), the control plane before the workers
 (workers follow at the target, or earlier when they would fall more than 3 minors behind the
 control plane), clusters grouped and ordered by their upgrade wave, the value of the label
-` + upgrade.WaveLabel + ` (or ` + upgrade.PlainWaveLabel + `), lowest first, clusters without
+` + fleetupgrade.WaveLabel + ` (or ` + fleetupgrade.PlainWaveLabel + `), lowest first, clusters without
 the label last. Clusters that cannot be planned are listed with the reason.
 
 With --contexts or --all-contexts, plan every chosen management cluster: one table with a first
@@ -195,7 +196,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		if err != nil {
 			return err
 		}
-		plan, err := upgrade.PlanFleet(ctx, c, c.Mapper, o.fleetPlanRequest())
+		plan, err := fleetupgrade.PlanFleet(ctx, c, c.Mapper, o.fleetPlanRequest())
 		if err != nil {
 			return err
 		}
@@ -218,8 +219,8 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 }
 
 // fleetPlanRequest is the one request of `upgrade plan --kubernetes-version`.
-func (o *UpgradePlanOptions) fleetPlanRequest() upgrade.FleetPlanRequest {
-	return upgrade.FleetPlanRequest{KubernetesVersion: o.KubernetesVersion, Selection: o.Selection, Rollout: o.Rollout, Save: o.Save}
+func (o *UpgradePlanOptions) fleetPlanRequest() fleetupgrade.FleetPlanRequest {
+	return fleetupgrade.FleetPlanRequest{KubernetesVersion: o.KubernetesVersion, Selection: o.Selection, Rollout: o.Rollout, Save: o.Save}
 }
 
 // runUpgradePlanEach is runUpgradePlan over the management clusters of --contexts/--all-contexts.
@@ -229,7 +230,7 @@ func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
 		return err
 	}
 	if o.KubernetesVersion != "" {
-		v, err := upgrade.PlanFleetEach(ctx, members, o.fleetPlanRequest())
+		v, err := fleetupgrade.PlanFleetEach(ctx, members, o.fleetPlanRequest())
 		if err != nil {
 			return err
 		}
@@ -337,13 +338,13 @@ func renderProviderPlanView(w io.Writer, v *upgrade.ProviderPlanView) error {
 }
 
 // renderFleetPlan prints the clusters wave by wave, then those that cannot be planned.
-func renderFleetPlan(w io.Writer, plan *upgrade.FleetPlan) error {
+func renderFleetPlan(w io.Writer, plan *fleetupgrade.FleetPlan) error {
 	return renderFleetPlanRows(w, plan, false)
 }
 
 // renderFleetPlanView prints the plan over several management clusters (a MANAGEMENT column),
 // then the management clusters' table.
-func renderFleetPlanView(w io.Writer, v *upgrade.FleetPlanView) error {
+func renderFleetPlanView(w io.Writer, v *fleetupgrade.FleetPlanView) error {
 	if err := renderFleetPlanRows(w, &v.FleetPlan, true); err != nil {
 		return err
 	}
@@ -351,7 +352,7 @@ func renderFleetPlanView(w io.Writer, v *upgrade.FleetPlanView) error {
 }
 
 // renderFleetPlanRows prints the plan, with the MANAGEMENT column when multi.
-func renderFleetPlanRows(w io.Writer, plan *upgrade.FleetPlan, multi bool) error {
+func renderFleetPlanRows(w io.Writer, plan *fleetupgrade.FleetPlan, multi bool) error {
 	n := 0
 	for _, wv := range plan.Waves {
 		n += len(wv.Clusters)
@@ -384,7 +385,7 @@ func renderFleetPlanRows(w io.Writer, plan *upgrade.FleetPlan, multi bool) error
 		}
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "\nVersions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", upgrade.MaxKubeletSkew)
+		fmt.Fprintf(w, "\nVersions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", fleetupgrade.MaxKubeletSkew)
 	}
 	if plan.SavedTo != "" {
 		fmt.Fprintf(w, "\nPlan saved to %s (%s). Review it, then apply exactly it with:\n  capctl upgrade apply --plan %s\n", plan.SavedTo, plan.Digest, plan.SavedTo)
@@ -393,7 +394,7 @@ func renderFleetPlanRows(w io.Writer, plan *upgrade.FleetPlan, multi bool) error
 }
 
 // fleetSteps is a cluster's upgrade path as "v1.31.x -> v1.32.x".
-func fleetSteps(c upgrade.ClusterUpgrade) string {
+func fleetSteps(c fleetupgrade.ClusterUpgrade) string {
 	if c.UpToDate {
 		return "Already up to date"
 	}
@@ -423,16 +424,16 @@ type UpgradeApplyOptions struct {
 	Output        output.Format
 	// Fleet is the one request of `apply --kubernetes-version` (the workload clusters'
 	// Kubernetes); Request is unused then.
-	Fleet         *upgrade.FleetApplyRequest
+	Fleet         *fleetupgrade.FleetApplyRequest
 	AllNamespaces bool
 	// Contexts are the management clusters of --contexts/--all-contexts (with
 	// --kubernetes-version only).
 	Contexts multicluster.Selection
 
-	selection         upgrade.FleetSelection
+	selection         fleetupgrade.FleetSelection
 	kubernetesVersion string
 	plan              string
-	rollout           upgrade.Rollout
+	rollout           fleetupgrade.Rollout
 	maxParallel       string
 	noWait            bool
 	wave              int
@@ -551,7 +552,7 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 		if err := o.checkWorkloadOnly(cmd, "--plan"); err != nil {
 			return err
 		}
-		o.Fleet = &upgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
+		o.Fleet = &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
 		return nil
 	}
 	if o.kubernetesVersion == "" {
@@ -576,7 +577,7 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 		w := o.wave
 		sel.Wave = &w
 	}
-	o.Fleet = &upgrade.FleetApplyRequest{
+	o.Fleet = &fleetupgrade.FleetApplyRequest{
 		KubernetesVersion: o.kubernetesVersion, Selection: sel, Rollout: o.rollout,
 		DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait,
 	}
@@ -589,7 +590,7 @@ var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures", "soak"
 
 // addRolloutFlags adds the rollout flags, parsed into r (checked in pkg/upgrade); --max-parallel
 // goes to maxParallel, for Rollout.SetMaxParallel.
-func addRolloutFlags(cmd *cobra.Command, r *upgrade.Rollout, maxParallel *string) {
+func addRolloutFlags(cmd *cobra.Command, r *fleetupgrade.Rollout, maxParallel *string) {
 	fl := cmd.Flags()
 	fl.StringVar(maxParallel, "max-parallel", "1", "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
 	fl.IntVar(&r.Canary, "canary", 0, "With --kubernetes-version: make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
@@ -617,7 +618,7 @@ func (o *UpgradeApplyOptions) checkWorkloadOnly(cmd *cobra.Command, flag string)
 }
 
 // addFleetSelectionFlags adds the flags that pick the clusters of a fleet plan or apply.
-func addFleetSelectionFlags(cmd *cobra.Command, sel *upgrade.FleetSelection, all *bool) {
+func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection, all *bool) {
 	fl := cmd.Flags()
 	fl.StringVarP(&sel.Namespace, "namespace", "n", "", "With --kubernetes-version: only the clusters of this namespace (default: every namespace)")
 	fl.BoolVarP(all, "all-namespaces", "A", false, "With --kubernetes-version: the clusters of every namespace (the default)")
@@ -691,7 +692,7 @@ func parseUpgradeRef(t provider.Type, v string) (provider.Reference, error) {
 	return ref, nil
 }
 
-// runUpgradeApply makes the one upgrade.Apply (or upgrade.ApplyFleet) call and prints its result.
+// runUpgradeApply makes the one upgrade.Apply (or fleetupgrade.ApplyFleet) call and prints its result.
 func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	if o.Fleet != nil {
 		return runFleetApply(ctx, o)
@@ -754,25 +755,25 @@ func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
 func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	req := *o.Fleet
 	req.Progress = output.NewProgress(o.IO).Step
-	var rep *upgrade.FleetApplyReport
+	var rep *fleetupgrade.FleetApplyReport
 	if o.Contexts.Enabled() {
 		members, err := o.Members(ctx, o.Contexts)
 		if err != nil {
 			return err
 		}
-		rep, err = upgrade.ApplyFleetEach(ctx, members, req)
+		rep, err = fleetupgrade.ApplyFleetEach(ctx, members, req)
 		return fleetApplyDone(o, rep, err)
 	}
 	c, err := o.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	rep, err = upgrade.ApplyFleet(ctx, c, req)
+	rep, err = fleetupgrade.ApplyFleet(ctx, c, req)
 	return fleetApplyDone(o, rep, err)
 }
 
 // fleetApplyDone prints the fleet apply's report and says how the run ended.
-func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err error) error {
+func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, err error) error {
 	if rep == nil {
 		return err
 	}
@@ -780,14 +781,14 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err e
 		return rerr
 	}
 	switch {
-	case errors.Is(err, upgrade.ErrFleetInterrupted):
+	case errors.Is(err, fleetupgrade.ErrFleetInterrupted):
 		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
-	case errors.Is(err, upgrade.ErrFleetStopped) && rep.Stop != nil:
+	case errors.Is(err, fleetupgrade.ErrFleetStopped) && rep.Stop != nil:
 		s := rep.Stop
 		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.At, s.Gate, s.Reason)
-	case errors.Is(err, upgrade.ErrFleetFailed):
+	case errors.Is(err, fleetupgrade.ErrFleetFailed):
 		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and run the same command again to finish them", err, len(rep.Failures))
-	case errors.Is(err, upgrade.ErrFleetStopped):
+	case errors.Is(err, fleetupgrade.ErrFleetStopped):
 		f := rep.Failure
 		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Ref(), f.Step, f.Reason)
 	}
@@ -796,7 +797,7 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *upgrade.FleetApplyReport, err e
 
 // renderFleetPreflight prints what the preflight checked: the installed providers against the
 // Kubernetes versions the upgrade sets, and what it could not check.
-func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight, multi bool) error {
+func renderFleetPreflight(w io.Writer, pf *fleetupgrade.FleetPreflight, multi bool) error {
 	if pf == nil {
 		return nil
 	}
@@ -825,7 +826,7 @@ func renderFleetPreflight(w io.Writer, pf *upgrade.FleetPreflight, multi bool) e
 }
 
 // renderFleetApply prints the preflight, one row per cluster, wave by wave, then why the run stopped.
-func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
+func renderFleetApply(w io.Writer, rep *fleetupgrade.FleetApplyReport) error {
 	multi := rep.ManagementClusters != nil
 	if err := renderFleetPreflight(w, rep.Preflight, multi); err != nil {
 		return err
@@ -839,7 +840,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		for _, c := range wv.Clusters {
 			steps := make([]string, 0, len(c.Steps))
 			for _, s := range c.Steps {
-				st := upgrade.UpgradeStep{Component: s.Component, Version: s.Version}.String()
+				st := fleetupgrade.UpgradeStep{Component: s.Component, Version: s.Version}.String()
 				switch {
 				case s.TopologyPlan && s.Done:
 					st += fmt.Sprintf(" (topology plan, %.0fs)", s.Seconds)
@@ -859,7 +860,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 	for _, wv := range rep.Waves {
 		started := false
 		for _, c := range wv.Clusters {
-			started = started || c.Result != upgrade.ResultNotStarted
+			started = started || c.Result != fleetupgrade.ResultNotStarted
 		}
 		if !started {
 			fmt.Fprintf(w, "Wave %s: not started\n", wv.Wave)
@@ -912,7 +913,7 @@ func renderFleetApply(w io.Writer, rep *upgrade.FleetApplyReport) error {
 		fmt.Fprintln(w, "Dry run: nothing was changed (each cluster's first patch was checked by the API server).")
 	}
 	if rep.Record != "" {
-		fmt.Fprintf(w, "Recorded as %s/%s: capctl upgrade history %s\n", upgrade.AuditNamespace, rep.Record, rep.Record)
+		fmt.Fprintf(w, "Recorded as %s/%s: capctl upgrade history %s\n", fleetupgrade.AuditNamespace, rep.Record, rep.Record)
 	}
 	if multi {
 		return multicluster.RenderSummary(w, multicluster.Summary{ManagementClusters: rep.ManagementClusters})

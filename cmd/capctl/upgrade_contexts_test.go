@@ -11,8 +11,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
-	"github.com/capctl/capctl/pkg/upgrade"
 )
 
 func TestUpgradeContextsFlagsToOptions(t *testing.T) {
@@ -59,14 +59,14 @@ func TestUpgradeContextsFlagsToOptions(t *testing.T) {
 }
 
 func TestRenderFleetOverManagementClusters(t *testing.T) {
-	plan := &upgrade.FleetPlanView{
+	plan := &fleetupgrade.FleetPlanView{
 		Summary: multicluster.Summary{ManagementClusters: []multicluster.ManagementCluster{
 			{Name: "eu-1", Reachable: true, Contract: "v1beta2", Clusters: 1},
 			{Name: "eu-2", Error: "the API server does not answer"},
 		}},
-		FleetPlan: upgrade.FleetPlan{KubernetesVersion: "v1.35.0", Waves: []upgrade.FleetWave{{Clusters: []upgrade.ClusterUpgrade{
+		FleetPlan: fleetupgrade.FleetPlan{KubernetesVersion: "v1.35.0", Waves: []fleetupgrade.FleetWave{{Clusters: []fleetupgrade.ClusterUpgrade{
 			{ManagementCluster: "eu-1", Namespace: "p", Name: "a", ControlPlaneVersion: "v1.34.2", WorkersVersion: "v1.34.2",
-				Steps: []upgrade.UpgradeStep{{Component: upgrade.ControlPlane, Version: "v1.35.0"}}},
+				Steps: []fleetupgrade.UpgradeStep{{Component: fleetupgrade.ControlPlane, Version: "v1.35.0"}}},
 		}}}},
 	}
 	var b strings.Builder
@@ -79,11 +79,11 @@ func TestRenderFleetOverManagementClusters(t *testing.T) {
 			t.Errorf("plan output lacks %q:\n%s", want, out)
 		}
 	}
-	rep := &upgrade.FleetApplyReport{KubernetesVersion: "v1.35.0",
+	rep := &fleetupgrade.FleetApplyReport{KubernetesVersion: "v1.35.0",
 		ManagementClusters: plan.ManagementClusters[:1],
-		Waves: []upgrade.FleetWaveReport{{Wave: "1", Clusters: []upgrade.FleetClusterReport{
-			{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Result: upgrade.ResultFailed}}}},
-		Failure: &upgrade.FleetApplyFailure{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Step: "control plane v1.35.0", Reason: "timed out", Describe: []string{"Cluster p/a"}},
+		Waves: []fleetupgrade.FleetWaveReport{{Wave: "1", Clusters: []fleetupgrade.FleetClusterReport{
+			{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Result: fleetupgrade.ResultFailed}}}},
+		Failure: &fleetupgrade.FleetApplyFailure{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Step: "control plane v1.35.0", Reason: "timed out", Describe: []string{"Cluster p/a"}},
 	}
 	b.Reset()
 	if err := renderFleetApply(&b, rep); err != nil {
@@ -133,7 +133,7 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fleet plan: exit %d: %s", code, errOut)
 	}
-	var fleet upgrade.FleetPlanView
+	var fleet fleetupgrade.FleetPlanView
 	if err := json.Unmarshal([]byte(out), &fleet); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}

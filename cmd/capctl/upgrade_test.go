@@ -11,6 +11,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/provider"
@@ -202,7 +203,7 @@ func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
 	if code != 0 {
 		t.Fatalf("json: exit %d: %s", code, errOut)
 	}
-	var plan upgrade.FleetPlan
+	var plan fleetupgrade.FleetPlan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -231,11 +232,11 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		t.Errorf("defaults: %+v %v", o.Fleet, err)
 	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--max-parallel", "25%", "--canary", "2", "--max-failures", "3")
-	if err != nil || o.Fleet.Rollout != (upgrade.Rollout{MaxParallelPercent: 25, Canary: 2, MaxFailures: 3}) {
+	if err != nil || o.Fleet.Rollout != (fleetupgrade.Rollout{MaxParallelPercent: 25, Canary: 2, MaxFailures: 3}) {
 		t.Errorf("rollout flags: %+v %v", o.Fleet, err)
 	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--soak", "90s", "--gate-command", "./smoke.sh", "--window", "Sat,Sun 02:00-06:00 UTC", "--no-wait")
-	if err != nil || o.Fleet.Rollout != (upgrade.Rollout{MaxParallel: 1, Soak: upgrade.Duration(90 * time.Second), GateCommand: "./smoke.sh", Window: "Sat,Sun 02:00-06:00 UTC"}) || !o.Fleet.NoWait {
+	if err != nil || o.Fleet.Rollout != (fleetupgrade.Rollout{MaxParallel: 1, Soak: fleetupgrade.Duration(90 * time.Second), GateCommand: "./smoke.sh", Window: "Sat,Sun 02:00-06:00 UTC"}) || !o.Fleet.NoWait {
 		t.Errorf("gate flags: %+v %v", o.Fleet, err)
 	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--plan", "p.json", "--timeout", "5m", "--dry-run", "--no-wait")
@@ -246,7 +247,7 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		t.Error("--save without --kubernetes-version accepted")
 	}
 	sp, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "--save", "p.json", "--canary", "1", "--max-parallel", "10%")
-	if err != nil || sp.fleetPlanRequest().Save != "p.json" || sp.Rollout != (upgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {
+	if err != nil || sp.fleetPlanRequest().Save != "p.json" || sp.Rollout != (fleetupgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {
 		t.Errorf("plan --save: %+v %v", sp, err)
 	}
 	p, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "-n", "prod", "-l", "tier=gold")
@@ -284,21 +285,21 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 }
 
 func TestRenderFleetApplyStopped(t *testing.T) {
-	rep := &upgrade.FleetApplyReport{KubernetesVersion: "v1.35.0", Waves: []upgrade.FleetWaveReport{
-		{Wave: "1", Seconds: 12.5, Clusters: []upgrade.FleetClusterReport{
-			{Namespace: "p", Name: "a", Result: upgrade.ResultUpgraded, Seconds: 10, Steps: []upgrade.FleetStepReport{
-				{Component: upgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"KubeadmControlPlane a spec.version"}, Done: true},
-				{Component: upgrade.Workers, Version: "v1.35.0", Done: true}}},
-			{Namespace: "p", Name: "b", Result: upgrade.ResultFailed, Seconds: 2.5},
-			{Namespace: "p", Name: "d", Result: upgrade.ResultUpgraded, Seconds: 95, Steps: []upgrade.FleetStepReport{
-				{Component: upgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"Cluster d spec.topology.version"}, Seconds: 40, Done: true, TopologyPlan: true},
-				{Component: upgrade.ControlPlane, Version: "v1.36.0", Seconds: 30, Done: true, TopologyPlan: true},
-				{Component: upgrade.Workers, Version: "v1.36.0", TopologyPlan: true}}},
+	rep := &fleetupgrade.FleetApplyReport{KubernetesVersion: "v1.35.0", Waves: []fleetupgrade.FleetWaveReport{
+		{Wave: "1", Seconds: 12.5, Clusters: []fleetupgrade.FleetClusterReport{
+			{Namespace: "p", Name: "a", Result: fleetupgrade.ResultUpgraded, Seconds: 10, Steps: []fleetupgrade.FleetStepReport{
+				{Component: fleetupgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"KubeadmControlPlane a spec.version"}, Done: true},
+				{Component: fleetupgrade.Workers, Version: "v1.35.0", Done: true}}},
+			{Namespace: "p", Name: "b", Result: fleetupgrade.ResultFailed, Seconds: 2.5},
+			{Namespace: "p", Name: "d", Result: fleetupgrade.ResultUpgraded, Seconds: 95, Steps: []fleetupgrade.FleetStepReport{
+				{Component: fleetupgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"Cluster d spec.topology.version"}, Seconds: 40, Done: true, TopologyPlan: true},
+				{Component: fleetupgrade.ControlPlane, Version: "v1.36.0", Seconds: 30, Done: true, TopologyPlan: true},
+				{Component: fleetupgrade.Workers, Version: "v1.36.0", TopologyPlan: true}}},
 		}},
-		{Wave: "2", Clusters: []upgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: upgrade.ResultNotStarted}}},
-	}, Failure: &upgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
+		{Wave: "2", Clusters: []fleetupgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: fleetupgrade.ResultNotStarted}}},
+	}, Failure: &fleetupgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
 		Pending: []string{"KubeadmControlPlane b reports version v1.34.2, wants v1.35.0"}, Describe: []string{"Cluster p/b"}},
-		Preflight: &upgrade.FleetPreflight{DryRunPatches: 2, Providers: []upgrade.ProviderSupport{
+		Preflight: &fleetupgrade.FleetPreflight{DryRunPatches: 2, Providers: []fleetupgrade.ProviderSupport{
 			{Namespace: "capi-system", Provider: "cluster-api", Version: "v1.14.2", Status: kubesupport.Supported, Range: "v1.31.x -> v1.37.x"},
 			{Namespace: "capd-system", Provider: "infrastructure-docker", Version: "v1.14.2", Status: kubesupport.NotDeclared},
 		}, Notes: []string{"provider capd-system/docker v1.14.2: infrastructure-docker does not declare which workload Kubernetes versions it supports: not checked"}}}

@@ -1,3 +1,3 @@
-// Package upgrade owns `capctl upgrade`: planning and applying provider upgrades within and across
-// contracts, and planning Kubernetes version upgrades across a fleet of workload clusters.
+// Package upgrade owns `capctl upgrade plan|apply` for providers: planning and applying provider
+// upgrades within and across contracts. The fleet's Kubernetes upgrade is pkg/fleetupgrade.
 package upgrade

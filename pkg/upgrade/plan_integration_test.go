@@ -97,9 +97,6 @@ func TestProviderPlanOnAPIServer(t *testing.T) {
 	cat := repoCatalog(t, fixtures, capiLabels...)
 
 	// An empty API server: no Cluster API, no inventory.
-	if _, err := PlanFleet(ctx, env.Client, env.Client.Mapper, FleetPlanRequest{KubernetesVersion: "v1.33.2"}); err == nil || !strings.Contains(err.Error(), "capctl init") {
-		t.Errorf("fleet plan without Cluster API: %v", err)
-	}
 	if _, err := Plan(ctx, env.Client, cat); err == nil || !strings.Contains(err.Error(), "capctl init") {
 		t.Errorf("no inventory: %v", err)
 	}

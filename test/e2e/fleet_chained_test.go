@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/pkg/upgrade"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 
 // TestFleetChainedKubernetesUpgradeLive: one in-memory ClusterClass cluster at k8sVersion whose
@@ -82,7 +82,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 		t.Fatalf("waves %+v", rep.Waves)
 	}
 	c := rep.Waves[0].Clusters[0]
-	if c.Result != upgrade.ResultUpgraded {
+	if c.Result != fleetupgrade.ResultUpgraded {
 		t.Errorf("cluster %s: %s", c.Name, c.Result)
 	}
 	var got []string
@@ -93,7 +93,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 			t.Errorf("step %s %s: done %v, topology plan %v", s.Component, s.Version, s.Done, s.TopologyPlan)
 		}
 	}
-	want := []string{upgrade.ControlPlane + " " + middle, upgrade.ControlPlane + " " + target, upgrade.Workers + " " + target}
+	want := []string{fleetupgrade.ControlPlane + " " + middle, fleetupgrade.ControlPlane + " " + target, fleetupgrade.Workers + " " + target}
 	if !slices.Equal(got, want) {
 		t.Errorf("steps %v, want %v", got, want)
 	}
@@ -128,7 +128,7 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 	gens := generationsOf(t, mgmt, chainNS)
 	again := e.mustCapctl(mgmt, "upgrade", "apply", "--kubernetes-version", target, "-n", chainNS, "-o", "json")
 	rr := fleetReport(t, again)
-	if r := rr.Waves[0].Clusters[0]; r.Result != upgrade.ResultUpToDate || len(r.Steps) != 0 {
+	if r := rr.Waves[0].Clusters[0]; r.Result != fleetupgrade.ResultUpToDate || len(r.Steps) != 0 {
 		t.Errorf("re-run: %s, steps %+v", r.Result, r.Steps)
 	}
 	if now := generationsOf(t, mgmt, chainNS); !maps.Equal(gens, now) {
@@ -136,13 +136,13 @@ func TestFleetChainedKubernetesUpgradeLive(t *testing.T) {
 	}
 }
 
-func fleetReport(t *testing.T, out string) upgrade.FleetApplyReport {
+func fleetReport(t *testing.T, out string) fleetupgrade.FleetApplyReport {
 	t.Helper()
 	i := strings.Index(out, "{\n")
 	if i < 0 {
 		t.Fatalf("no JSON report in:\n%s", out)
 	}
-	var rep upgrade.FleetApplyReport
+	var rep fleetupgrade.FleetApplyReport
 	if err := json.Unmarshal([]byte(out[i:]), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/pkg/upgrade"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 
 // TestFleetFaultsLive: `capctl upgrade apply --kubernetes-version` on a live management cluster
@@ -101,11 +101,11 @@ func testFleetResumeLive(e *e2e, mgmt *livemgmt.Cluster, ns, target string) {
 		t.Errorf("interrupted report: %+v", rep)
 	}
 	res := fleetResults(rep)
-	if r := res[ns+"/fa-1"]; r.Result != upgrade.ResultInterrupted || len(r.Steps) != 1 ||
+	if r := res[ns+"/fa-1"]; r.Result != fleetupgrade.ResultInterrupted || len(r.Steps) != 1 ||
 		fmt.Sprint(r.Steps[0].Patched) != "[Cluster fa-1 spec.topology.version]" || r.Steps[0].Done {
 		t.Errorf("fa-1 in the interrupted report: %+v", r)
 	}
-	if r := res[ns+"/fa-2"]; r.Result != upgrade.ResultNotStarted || len(r.Steps) != 0 {
+	if r := res[ns+"/fa-2"]; r.Result != fleetupgrade.ResultNotStarted || len(r.Steps) != 0 {
 		t.Errorf("fa-2 in the interrupted report: %+v", r)
 	}
 	// Nothing beyond the step under way: fa-1 asks the target, the second wave is as it was.
@@ -124,7 +124,7 @@ func testFleetResumeLive(e *e2e, mgmt *livemgmt.Cluster, ns, target string) {
 }
 
 // applyOK runs a fleet apply that must succeed and returns its clusters' reports.
-func (e *e2e) applyOK(mgmt *livemgmt.Cluster, what string, args ...string) map[string]upgrade.FleetClusterReport {
+func (e *e2e) applyOK(mgmt *livemgmt.Cluster, what string, args ...string) map[string]fleetupgrade.FleetClusterReport {
 	t := e.t
 	t.Helper()
 	run := e.startCapctl(mgmt, args...)
@@ -140,18 +140,18 @@ func (e *e2e) applyOK(mgmt *livemgmt.Cluster, what string, args ...string) map[s
 
 // checkResumed: the cluster a stopped run had patched is finished by the re-run, which reports
 // the rollout it found under way as its one step, patching nothing again.
-func checkResumed(t *testing.T, r upgrade.FleetClusterReport, target string) {
+func checkResumed(t *testing.T, r fleetupgrade.FleetClusterReport, target string) {
 	t.Helper()
-	if r.Result != upgrade.ResultUpgraded || len(r.Steps) != 1 || r.Steps[0].Component != upgrade.ControlPlane ||
+	if r.Result != fleetupgrade.ResultUpgraded || len(r.Steps) != 1 || r.Steps[0].Component != fleetupgrade.ControlPlane ||
 		r.Steps[0].Version != target || len(r.Steps[0].Patched) != 0 || !r.Steps[0].Done {
 		t.Errorf("%s/%s in the re-run: %+v (want Upgraded, one step: the control plane's rollout to %s under way, nothing patched)", r.Namespace, r.Name, r, target)
 	}
 }
 
 // checkPatchedOnce: a cluster the stopped run left untouched gets its one patch from the re-run.
-func checkPatchedOnce(t *testing.T, r upgrade.FleetClusterReport, target string) {
+func checkPatchedOnce(t *testing.T, r fleetupgrade.FleetClusterReport, target string) {
 	t.Helper()
-	if r.Result != upgrade.ResultUpgraded || len(r.Steps) != 1 || r.Steps[0].Version != target ||
+	if r.Result != fleetupgrade.ResultUpgraded || len(r.Steps) != 1 || r.Steps[0].Version != target ||
 		fmt.Sprint(r.Steps[0].Patched) != "[Cluster "+r.Name+" spec.topology.version]" || !r.Steps[0].Done {
 		t.Errorf("%s/%s in the re-run: %+v (want Upgraded, its spec.topology.version patched once)", r.Namespace, r.Name, r)
 	}
@@ -217,10 +217,10 @@ func testFleetStuckLive(e *e2e, mgmt *livemgmt.Cluster, ns, target string) {
 		t.Errorf("the error does not name the cluster and step (%q):\n%s", want, stderr)
 	}
 	res := fleetResults(rep)
-	if r := res[ns+"/fb-1"]; r.Result != upgrade.ResultFailed || len(r.Steps) != 1 || fmt.Sprint(r.Steps[0].Patched) != "[Cluster fb-1 spec.topology.version]" {
+	if r := res[ns+"/fb-1"]; r.Result != fleetupgrade.ResultFailed || len(r.Steps) != 1 || fmt.Sprint(r.Steps[0].Patched) != "[Cluster fb-1 spec.topology.version]" {
 		t.Errorf("fb-1: %+v", r)
 	}
-	if r := res[ns+"/fb-2"]; r.Result != upgrade.ResultNotStarted {
+	if r := res[ns+"/fb-2"]; r.Result != fleetupgrade.ResultNotStarted {
 		t.Errorf("fb-2 (the next wave): %+v", r)
 	}
 	if now := specState(t, mgmt, ns, "fb-2"); fmt.Sprint(now) != fmt.Sprint(secondWave) {
@@ -317,17 +317,17 @@ func (r *liveCapctl) wait() (string, string, error) {
 	return r.stdout.String(), stderr, err
 }
 
-func parseFleetReport(t *testing.T, stdout string) *upgrade.FleetApplyReport {
+func parseFleetReport(t *testing.T, stdout string) *fleetupgrade.FleetApplyReport {
 	t.Helper()
-	var rep upgrade.FleetApplyReport
+	var rep fleetupgrade.FleetApplyReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("the -o json report: %v\n%s", err, stdout)
 	}
 	return &rep
 }
 
-func fleetResults(rep *upgrade.FleetApplyReport) map[string]upgrade.FleetClusterReport {
-	out := map[string]upgrade.FleetClusterReport{}
+func fleetResults(rep *fleetupgrade.FleetApplyReport) map[string]fleetupgrade.FleetClusterReport {
+	out := map[string]fleetupgrade.FleetClusterReport{}
 	for _, w := range rep.Waves {
 		for _, c := range w.Clusters {
 			out[c.Namespace+"/"+c.Name] = c
@@ -336,7 +336,7 @@ func fleetResults(rep *upgrade.FleetApplyReport) map[string]upgrade.FleetCluster
 	return out
 }
 
-func logFleetReport(t *testing.T, rep *upgrade.FleetApplyReport) {
+func logFleetReport(t *testing.T, rep *fleetupgrade.FleetApplyReport) {
 	t.Helper()
 	for _, w := range rep.Waves {
 		t.Logf("measured: wave %s: %.1fs", w.Wave, w.Seconds)
@@ -369,7 +369,7 @@ func setWave(t *testing.T, c *livemgmt.Cluster, ns, name, wave string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{upgrade.PlainWaveLabel: wave}}})
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{fleetupgrade.PlainWaveLabel: wave}}})
 	if err := c.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, b)); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/capctl/capctl/internal/livemgmt"
 	"github.com/capctl/capctl/pkg/diagnose"
-	"github.com/capctl/capctl/pkg/upgrade"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 
 // TestGatedFleetRolloutLive: four in-memory ClusterClass clusters without wave labels. A plan is
@@ -97,7 +97,7 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 		t.Fatalf("the soak did not stop the rollout when the canary's infrastructure controller went away:\n%s", soakOut)
 	}
 	soakRep := fleetReport(t, soakOut)
-	if soakRep.Stop == nil || soakRep.Stop.Gate != upgrade.GateSoak || soakRep.Stop.At != "after wave canary" ||
+	if soakRep.Stop == nil || soakRep.Stop.Gate != fleetupgrade.GateSoak || soakRep.Stop.At != "after wave canary" ||
 		!strings.Contains(soakRep.Stop.Reason, "gated/g-1") || !strings.Contains(soakRep.Stop.Reason+strings.Join(soakRep.Stop.Details, " "), diagnose.RuleProviderController) {
 		t.Fatalf("soak stop %+v: want the canary gated/g-1 named with the new %s finding", soakRep.Stop, diagnose.RuleProviderController)
 	}
@@ -117,7 +117,7 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	}
 	// The report comes first, then the error that says why the run stopped.
 	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
-	if rep.Stop == nil || rep.Stop.Gate != upgrade.GateCommand || rep.Stop.At != "after wave canary" || strings.Join(rep.Stop.Details, "") != "canary smoke test failed on gated/g-1" {
+	if rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand || rep.Stop.At != "after wave canary" || strings.Join(rep.Stop.Details, "") != "canary smoke test failed on gated/g-1" {
 		t.Fatalf("stop %+v", rep.Stop)
 	}
 	if g := rep.Waves[0].Gates; len(g) != 2 || !g[0].Passed || g[0].Seconds < 30 || g[1].Passed {
@@ -138,9 +138,9 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	rep2 := fleetReport(t, out)
 	for _, w := range rep2.Waves {
 		for _, c := range w.Clusters {
-			want := upgrade.ResultUpgraded
+			want := fleetupgrade.ResultUpgraded
 			if c.Name == "g-1" {
-				want = upgrade.ResultUpToDate
+				want = fleetupgrade.ResultUpToDate
 			}
 			if c.Result != want {
 				t.Errorf("second run: %s %s, want %s", c.Name, c.Result, want)
@@ -154,22 +154,22 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	}
 
 	// The history tells both runs.
-	var recs []upgrade.RolloutRecord
+	var recs []fleetupgrade.RolloutRecord
 	if err := json.Unmarshal([]byte(e.mustCapctl(mgmt, "upgrade", "history", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}
 	if len(recs) != 3 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[2].Name != soakRep.Record {
 		t.Fatalf("history %+v, want the third, second and first runs", recs)
 	}
-	if recs[2].State != upgrade.RolloutStopped || recs[2].Stop == nil || recs[2].Stop.Gate != upgrade.GateSoak ||
-		recs[2].Waves[0].Clusters[0].Result != upgrade.ResultUpgraded || recs[2].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
+	if recs[2].State != fleetupgrade.RolloutStopped || recs[2].Stop == nil || recs[2].Stop.Gate != fleetupgrade.GateSoak ||
+		recs[2].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpgraded || recs[2].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
 		t.Errorf("first run's record %+v: want stopped by the soak", recs[2])
 	}
-	if recs[1].State != upgrade.RolloutStopped || recs[1].Stop == nil || recs[1].Stop.Gate != upgrade.GateCommand || recs[1].PlanDigest == "" ||
-		recs[1].Waves[0].Clusters[0].Result != upgrade.ResultUpToDate || recs[1].Waves[1].Clusters[0].Result != upgrade.ResultNotStarted {
+	if recs[1].State != fleetupgrade.RolloutStopped || recs[1].Stop == nil || recs[1].Stop.Gate != fleetupgrade.GateCommand || recs[1].PlanDigest == "" ||
+		recs[1].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpToDate || recs[1].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
 		t.Errorf("second run's record %+v", recs[1])
 	}
-	if recs[0].State != upgrade.RolloutSucceeded || recs[0].PlanDigest != recs[1].PlanDigest || recs[0].User == "" {
+	if recs[0].State != fleetupgrade.RolloutSucceeded || recs[0].PlanDigest != recs[1].PlanDigest || recs[0].User == "" {
 		t.Errorf("third run's record %+v", recs[0])
 	}
 	e.mustCapctl(mgmt, "upgrade", "history", rep.Record)
@@ -233,7 +233,7 @@ func clusterMachineVersions(t *testing.T, c client.Client, ns string) map[string
 	}
 	seen := map[string]map[string]bool{}
 	for _, m := range list.Items {
-		cl := m.GetLabels()[upgrade.ClusterNameLabel]
+		cl := m.GetLabels()[fleetupgrade.ClusterNameLabel]
 		v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
 		if seen[cl] == nil {
 			seen[cl] = map[string]bool{}

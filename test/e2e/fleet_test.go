@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/pkg/upgrade"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 
 // TestFleetKubernetesUpgradeLive: three in-memory ClusterClass clusters in two waves, at
@@ -42,7 +42,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 		if l == nil {
 			l = map[string]string{}
 		}
-		l[upgrade.PlainWaveLabel] = wave
+		l[fleetupgrade.PlainWaveLabel] = wave
 		u.SetLabels(l)
 		if err := mgmt.Client.Update(ctx, u); err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 		t.Logf("wave %s: %.1fs", w.Wave, w.Seconds)
 		for _, c := range w.Clusters {
 			t.Logf("  cluster %s: %s in %.1fs, steps %+v", c.Name, c.Result, c.Seconds, c.Steps)
-			if c.Result != upgrade.ResultUpgraded {
+			if c.Result != fleetupgrade.ResultUpgraded {
 				t.Errorf("cluster %s: %s", c.Name, c.Result)
 			}
 		}
@@ -82,7 +82,7 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 	}
 	// The same command again continues from the clusters' state: nothing left to do.
 	again := e.mustCapctl(mgmt, "upgrade", "apply", "--kubernetes-version", target, "-n", fleetNS)
-	if strings.Count(again, upgrade.ResultUpToDate) != 3 {
+	if strings.Count(again, fleetupgrade.ResultUpToDate) != 3 {
 		t.Errorf("re-run:\n%s", again)
 	}
 }

@@ -1,4 +1,4 @@
-package upgrade
+package fleetupgrade
 
 import (
 	"reflect"
@@ -103,6 +103,16 @@ func TestBuildFleetPlanWaves(t *testing.T) {
 	}
 	if _, err := BuildFleetPlan(nil, "v1.33"); err == nil {
 		t.Error("target without patch accepted")
+	}
+}
+
+// TestPlanFleetWithoutClusterAPI: on an API server without Cluster API the fleet plan says to
+// run capctl init.
+func TestPlanFleetWithoutClusterAPI(t *testing.T) {
+	testenv.Integration(t)
+	env := testenv.Start(t, testenv.Options{})
+	if _, err := PlanFleet(testenv.Context(t), env.Client, env.Client.Mapper, FleetPlanRequest{KubernetesVersion: "v1.33.2"}); err == nil || !strings.Contains(err.Error(), "capctl init") {
+		t.Errorf("fleet plan without Cluster API: %v", err)
 	}
 }
 

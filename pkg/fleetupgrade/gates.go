@@ -1,4 +1,4 @@
-package upgrade
+package fleetupgrade
 
 import (
 	"context"
