@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/pkg/certmanager"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
@@ -156,81 +155,12 @@ func runInit(ctx context.Context, o *InitOptions) error {
 		Validate:            o.Validate,
 		DryRun:              o.DryRun,
 		Log:                 o.Logger(),
-		OnPlan: func(plan []clusterinit.Planned) {
-			fmt.Fprintln(o.IO.ErrOut, "Resolved providers:")
-			renderInitPlan(o.IO.ErrOut, plan, false)
-		},
+		OnPlan:              func(plan []clusterinit.Planned) { clusterinit.RenderResolved(o.IO.ErrOut, plan) },
 	})
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return renderInitResult(w, res) })
-}
-
-// renderInitPlan prints one row per provider.
-func renderInitPlan(w io.Writer, plan []clusterinit.Planned, done bool) {
-	t := output.NewTable(w, "NAME", "TYPE", "VERSION", "NAMESPACE", "CONTRACT", "ACTION")
-	for _, p := range plan {
-		action := string(p.Action)
-		switch {
-		case p.Action == clusterinit.ActionInstall && p.Default:
-			action = "install (first-init default)"
-		case p.Action == clusterinit.ActionAlreadyThere:
-			action = "already installed, skipped"
-		case p.Action == clusterinit.ActionWouldInstall:
-			action = fmt.Sprintf("would apply %d objects", p.Objects)
-			if p.Unchecked > 0 {
-				action += fmt.Sprintf(" (%d not checkable yet)", p.Unchecked)
-			}
-		case done && p.Action == clusterinit.ActionInstalled:
-			action = fmt.Sprintf("installed (%d objects)", p.Objects)
-		}
-		t.Row(p.Label(), string(p.Type), p.Version, p.Namespace, p.Contract, action)
-	}
-	_ = t.Flush()
-}
-
-// renderInitResult prints the result for people.
-func renderInitResult(w io.Writer, res *clusterinit.Result) error {
-	if res.NoOp {
-		names := make([]string, 0, len(res.Providers))
-		for _, p := range res.Providers {
-			names = append(names, fmt.Sprintf("%s %s in %s", p.Label(), p.Version, p.Namespace))
-		}
-		fmt.Fprintf(w, "Nothing to do: every requested provider is already installed at that version (%s).\n", strings.Join(names, ", "))
-		return nil
-	}
-	renderInitPlan(w, res.Providers, true)
-	if cm := res.CertManager; cm != nil {
-		switch cm.Action {
-		case certmanager.ActionInstalled:
-			fmt.Fprintf(w, "cert-manager %s installed (%d objects).\n", cm.Version, cm.Applied)
-		case certmanager.ActionAlreadyWorking:
-			fmt.Fprintln(w, "cert-manager was already installed and working; left as it is.")
-		case certmanager.ActionExternal:
-			fmt.Fprintln(w, "cert-manager is externally provisioned and working.")
-		case certmanager.ActionWouldInstall:
-			fmt.Fprintf(w, "cert-manager %s would be installed (%d objects).\n", cm.Version, cm.Applied)
-		case certmanager.ActionWouldSkip:
-			fmt.Fprintln(w, "cert-manager appears to be installed; it would not be touched.")
-		}
-	}
-	if res.DryRun {
-		fmt.Fprintln(w, "\nDry run: nothing was changed. The API server checked every object it could; objects whose namespace or CRD does not exist yet could only be checked locally.")
-		return nil
-	}
-	if res.FirstRun {
-		fmt.Fprint(w, `
-Your management cluster has been initialized successfully!
-
-You can now create your first workload cluster by running the following:
-
-  capctl generate cluster [name] --kubernetes-version [version] | kubectl apply -f -
-`)
-		return nil
-	}
-	fmt.Fprintln(w, "\nThe providers were added to the management cluster successfully.")
-	return nil
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return clusterinit.RenderResult(w, res) })
 }
 
 // ListImagesOptions is `capctl init list-images` parsed from its flags.
@@ -296,10 +226,5 @@ func runListImages(ctx context.Context, o *ListImagesOptions) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, imgs, func(w io.Writer) error {
-		for _, i := range imgs.Images {
-			fmt.Fprintln(w, i)
-		}
-		return nil
-	})
+	return output.Render(o.IO.Out, o.Output, imgs, func(w io.Writer) error { return clusterinit.RenderImages(w, imgs) })
 }

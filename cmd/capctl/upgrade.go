@@ -13,7 +13,6 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
-	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
@@ -200,7 +199,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		if err != nil {
 			return err
 		}
-		return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderFleetPlan(w, plan) })
+		return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return fleetupgrade.RenderPlan(w, plan) })
 	}
 	cat, err := o.catalog(ctx)
 	if err != nil {
@@ -215,7 +214,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return renderProviderPlan(w, plan) })
+	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return upgrade.RenderPlan(w, plan) })
 }
 
 // fleetPlanRequest is the one request of `upgrade plan --kubernetes-version`.
@@ -234,7 +233,7 @@ func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return renderFleetPlanView(w, v) }); err != nil {
+		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return fleetupgrade.RenderPlanView(w, v) }); err != nil {
 			return err
 		}
 		return multiExit(v.ManagementClusters, false)
@@ -245,7 +244,7 @@ func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
 	}
 	o.Logger().Info("Checking new release availability...")
 	v := upgrade.PlanEach(ctx, members, cat)
-	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return renderProviderPlanView(w, v) }); err != nil {
+	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return upgrade.RenderPlanView(w, v) }); err != nil {
 		return err
 	}
 	return multiExit(v.ManagementClusters, false)
@@ -258,159 +257,6 @@ func (d deps) catalog(ctx context.Context) (upgrade.RepositoryCatalog, error) {
 		return upgrade.RepositoryCatalog{}, err
 	}
 	return upgrade.RepositoryCatalog{Client: rc}, nil
-}
-
-// renderProviderPlan prints, per contract, a table of the providers' next versions and what to do.
-func renderProviderPlan(w io.Writer, plan *upgrade.ProviderPlan) error {
-	if cm := plan.CertManager; cm != nil {
-		if cm.ShouldUpgrade {
-			fmt.Fprintf(w, "Cert-Manager will be upgraded from %q to %q\n\n", cm.From, cm.To)
-		} else {
-			fmt.Fprintf(w, "Cert-Manager is already up to date\n\n")
-		}
-	}
-	fmt.Fprintf(w, "Management group: %s\n", plan.ManagementGroup)
-	for _, cp := range plan.Contracts {
-		fmt.Fprintf(w, "\nLatest release available for the %s Cluster API contract version:\n\n", cp.Contract)
-		t := output.NewTable(w, "NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT")
-		for _, p := range cp.Providers {
-			next, contract := p.NextVersion, p.NextContract
-			if next == "" {
-				next, contract = "Already up to date", p.CurrentContract
-			}
-			t.Row(p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract)
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-		switch {
-		case cp.UpToDate():
-			fmt.Fprintln(w, "You are already up to date!")
-		case len(cp.Blocked) > 0:
-			fmt.Fprintf(w, "The upgrade to the %s contract is blocked: %s %s no release for it.\n", cp.Contract, cp.BlockedNames(), map[bool]string{true: "has", false: "have"}[len(cp.Blocked) == 1])
-		case !cp.Supported:
-			fmt.Fprintf(w, "The current version of capctl could not upgrade to the %s contract (only %s supported).\n", cp.Contract, capi.Current)
-		default:
-			fmt.Fprintf(w, "You can now apply the upgrade by executing the following command:\n\n%s\n", upgrade.ApplyCommand(cp.Contract))
-		}
-	}
-	return nil
-}
-
-// renderProviderPlanView prints every management cluster's provider plan as one table with a
-// MANAGEMENT column, what each can do next, then the management clusters' table and the drift.
-func renderProviderPlanView(w io.Writer, v *upgrade.ProviderPlanView) error {
-	t := output.NewTable(w, multicluster.Column, "NAME", "NAMESPACE", "TYPE", "CURRENT VERSION", "NEXT VERSION", "CONTRACT")
-	for _, p := range v.Providers {
-		next, contract := p.NextVersion, p.NextContract
-		if next == "" {
-			next, contract = "Already up to date", p.CurrentContract
-		}
-		t.Row(p.ManagementCluster, p.Name, p.Namespace, string(p.Type), p.CurrentVersion, next, contract)
-	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	for _, m := range v.ManagementClusters {
-		plan := v.Plans[m.Name]
-		if plan == nil {
-			continue
-		}
-		if cm := plan.CertManager; cm != nil && cm.ShouldUpgrade {
-			fmt.Fprintf(w, "%s: cert-manager will be upgraded from %q to %q\n", m.Name, cm.From, cm.To)
-		}
-		for _, cp := range plan.Contracts {
-			switch {
-			case cp.UpToDate():
-				fmt.Fprintf(w, "%s: already up to date for the %s contract\n", m.Name, cp.Contract)
-			case len(cp.Blocked) > 0:
-				fmt.Fprintf(w, "%s: the upgrade to the %s contract is blocked: %s %s no release for it\n", m.Name, cp.Contract, cp.BlockedNames(), map[bool]string{true: "has", false: "have"}[len(cp.Blocked) == 1])
-			case !cp.Supported:
-				fmt.Fprintf(w, "%s: the current version of capctl could not upgrade to the %s contract (only %s supported)\n", m.Name, cp.Contract, capi.Current)
-			default:
-				fmt.Fprintf(w, "%s: %s --kubeconfig-context %s\n", m.Name, upgrade.ApplyCommand(cp.Contract), m.Name)
-			}
-		}
-	}
-	return multicluster.RenderSummary(w, v.Summary)
-}
-
-// renderFleetPlan prints the clusters wave by wave, then those that cannot be planned.
-func renderFleetPlan(w io.Writer, plan *fleetupgrade.FleetPlan) error {
-	return renderFleetPlanRows(w, plan, false)
-}
-
-// renderFleetPlanView prints the plan over several management clusters (a MANAGEMENT column),
-// then the management clusters' table.
-func renderFleetPlanView(w io.Writer, v *fleetupgrade.FleetPlanView) error {
-	if err := renderFleetPlanRows(w, &v.FleetPlan, true); err != nil {
-		return err
-	}
-	return multicluster.RenderSummary(w, v.Summary)
-}
-
-// renderFleetPlanRows prints the plan, with the MANAGEMENT column when multi.
-func renderFleetPlanRows(w io.Writer, plan *fleetupgrade.FleetPlan, multi bool) error {
-	n := 0
-	for _, wv := range plan.Waves {
-		n += len(wv.Clusters)
-	}
-	if n == 0 && len(plan.Unplannable) == 0 {
-		fmt.Fprintln(w, map[bool]string{false: "There are no workload clusters in the management cluster.", true: "There are no workload clusters in the management clusters."}[multi])
-		return nil
-	}
-	fmt.Fprintf(w, "Kubernetes upgrade plan to %s: %d cluster(s) in %d wave(s), %d cannot be planned.\n", plan.KubernetesVersion, n, len(plan.Waves), len(plan.Unplannable))
-	if n > 0 {
-		fmt.Fprintln(w)
-		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "CLUSTERCLASS", "CONTROL PLANE", "WORKERS", "STEPS")...)
-		for _, wv := range plan.Waves {
-			for _, c := range wv.Clusters {
-				t.Row(multicluster.Lead(multi, c.ManagementCluster, wv.Name(), c.Namespace+"/"+c.Name, orDash(c.ClusterClass), c.ControlPlaneVersion, c.WorkersVersion, fleetSteps(c))...)
-			}
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(plan.Unplannable) > 0 {
-		fmt.Fprint(w, "\nClusters that cannot be planned:\n\n")
-		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "VERSION", "REASON")...)
-		for _, u := range plan.Unplannable {
-			t.Row(multicluster.Lead(multi, u.ManagementCluster, orDash(u.Wave), u.Namespace+"/"+u.Name, orDash(u.Version), u.Reason)...)
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-	}
-	if n > 0 {
-		fmt.Fprintf(w, "\nVersions vX.Y.x mean the newest patch of that minor. Workers follow the control plane at the target,\nor earlier when they would fall more than %d minors behind it.\n", fleetupgrade.MaxKubeletSkew)
-	}
-	if plan.SavedTo != "" {
-		fmt.Fprintf(w, "\nPlan saved to %s (%s). Review it, then apply exactly it with:\n  capctl upgrade apply --plan %s\n", plan.SavedTo, plan.Digest, plan.SavedTo)
-	}
-	return nil
-}
-
-// fleetSteps is a cluster's upgrade path as "v1.31.x -> v1.32.x".
-func fleetSteps(c fleetupgrade.ClusterUpgrade) string {
-	if c.UpToDate {
-		return "Already up to date"
-	}
-	parts := make([]string, 0, len(c.Steps))
-	for _, s := range c.Steps {
-		parts = append(parts, s.String())
-	}
-	return strings.Join(parts, " -> ")
-}
-
-// orDash shows an empty cell as "-".
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // UpgradeApplyOptions is `capctl upgrade apply` parsed from its flags: Request is the one
@@ -709,45 +555,24 @@ func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 		DryRun: o.DryRun, WaitProviders: o.WaitProviders, WaitTimeout: o.WaitTimeout, Log: o.Logger(),
 	})
 	if errors.Is(err, upgrade.ErrNothingToUpgrade) {
-		fmt.Fprintln(o.IO.Out, "Nothing to upgrade: you are already up to date!")
-		return nil
+		return upgrade.RenderNothingToUpgrade(o.IO.Out)
 	}
-	if res != nil {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(o.IO.ErrOut, "Warning: the upgrade drops a change made on the running controller, re-apply it afterwards: %s\n", w)
-		}
-	}
+	upgrade.RenderWarnings(o.IO.ErrOut, res)
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { renderApplyResult(w, res); return nil })
+	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return upgrade.RenderApplyResult(w, res) })
 }
 
-func renderApplyResult(w io.Writer, res *upgrade.ApplyResult) {
-	if cm := res.CertManager; cm != nil {
-		verb := "Upgraded"
-		if res.DryRun {
-			verb = "Would upgrade"
-		}
-		fmt.Fprintf(w, "%s cert-manager from %s to %s (%s)\n", verb, cm.From, cm.To, cm.Reason)
+// fleetApplyDone prints the fleet apply's report and says how the run ended.
+func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, err error) error {
+	if rep == nil {
+		return err
 	}
-	for _, p := range res.Providers {
-		verb := "Upgraded"
-		if res.DryRun {
-			verb = "Would upgrade"
-		}
-		fmt.Fprintf(w, "%s %s (%s) from %s to %s: %d objects deleted, %d applied", verb, p.Provider.String(), p.Provider.Type, p.From, p.To, len(p.Deleted), len(p.Applied))
-		if res.DryRun && len(p.Unchecked) > 0 {
-			fmt.Fprintf(w, " (%d not checkable before their CRD or namespace exists)", len(p.Unchecked))
-		}
-		fmt.Fprintln(w)
-		for _, d := range p.Dropped {
-			fmt.Fprintf(w, "  - %s is not in %s and %s removed\n", d, p.To, map[bool]string{true: "would be", false: "was"}[res.DryRun])
-		}
+	if rerr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return fleetupgrade.RenderApplyReport(w, rep) }); rerr != nil {
+		return rerr
 	}
-	if res.DryRun {
-		fmt.Fprintln(w, "Dry run: nothing was changed.")
-	}
+	return fleetupgrade.EndError(rep, err)
 }
 
 // runFleetApply rolls the workload clusters' Kubernetes version and prints the report; when it
@@ -770,153 +595,4 @@ func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	}
 	rep, err = fleetupgrade.ApplyFleet(ctx, c, req)
 	return fleetApplyDone(o, rep, err)
-}
-
-// fleetApplyDone prints the fleet apply's report and says how the run ended.
-func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, err error) error {
-	if rep == nil {
-		return err
-	}
-	if rerr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return renderFleetApply(w, rep) }); rerr != nil {
-		return rerr
-	}
-	switch {
-	case errors.Is(err, fleetupgrade.ErrFleetInterrupted):
-		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
-	case errors.Is(err, fleetupgrade.ErrFleetStopped) && rep.Stop != nil:
-		s := rep.Stop
-		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.At, s.Gate, s.Reason)
-	case errors.Is(err, fleetupgrade.ErrFleetFailed):
-		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and run the same command again to finish them", err, len(rep.Failures))
-	case errors.Is(err, fleetupgrade.ErrFleetStopped):
-		f := rep.Failure
-		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Ref(), f.Step, f.Reason)
-	}
-	return err
-}
-
-// renderFleetPreflight prints what the preflight checked: the installed providers against the
-// Kubernetes versions the upgrade sets, and what it could not check.
-func renderFleetPreflight(w io.Writer, pf *fleetupgrade.FleetPreflight, multi bool) error {
-	if pf == nil {
-		return nil
-	}
-	if len(pf.Providers) > 0 {
-		t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "PROVIDER", "VERSION", "WORKLOAD KUBERNETES", "CHECK")...)
-		for _, p := range pf.Providers {
-			check := "supported"
-			if p.Status == kubesupport.NotDeclared {
-				check = "not declared: not checked"
-			}
-			t.Row(multicluster.Lead(multi, p.ManagementCluster, p.Namespace+"/"+p.Provider, p.Version, orDash(p.Range), check)...)
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-	}
-	for _, n := range pf.Notes {
-		if !strings.HasPrefix(n, "provider ") { // the table shows those already
-			fmt.Fprintf(w, "Not checked: %s\n", n)
-		}
-	}
-	if pf.DryRunPatches > 0 {
-		fmt.Fprintf(w, "Preflight: the API server accepted the first patch of %d cluster(s) (server-side dry run).\n\n", pf.DryRunPatches)
-	}
-	return nil
-}
-
-// renderFleetApply prints the preflight, one row per cluster, wave by wave, then why the run stopped.
-func renderFleetApply(w io.Writer, rep *fleetupgrade.FleetApplyReport) error {
-	multi := rep.ManagementClusters != nil
-	if err := renderFleetPreflight(w, rep.Preflight, multi); err != nil {
-		return err
-	}
-	if len(rep.Waves) == 0 {
-		fmt.Fprintln(w, "There are no workload clusters to upgrade.")
-		return nil
-	}
-	t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "RESULT", "STEPS", "SECONDS")...)
-	for _, wv := range rep.Waves {
-		for _, c := range wv.Clusters {
-			steps := make([]string, 0, len(c.Steps))
-			for _, s := range c.Steps {
-				st := fleetupgrade.UpgradeStep{Component: s.Component, Version: s.Version}.String()
-				switch {
-				case s.TopologyPlan && s.Done:
-					st += fmt.Sprintf(" (topology plan, %.0fs)", s.Seconds)
-				case s.TopologyPlan:
-					st += " (topology plan)"
-				case len(s.Patched) == 0:
-					st += " (already set)"
-				}
-				steps = append(steps, st)
-			}
-			t.Row(multicluster.Lead(multi, c.ManagementCluster, wv.Wave, c.Namespace+"/"+c.Name, c.Result, orDash(strings.Join(steps, " -> ")), fmt.Sprintf("%.1f", c.Seconds))...)
-		}
-	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	for _, wv := range rep.Waves {
-		started := false
-		for _, c := range wv.Clusters {
-			started = started || c.Result != fleetupgrade.ResultNotStarted
-		}
-		if !started {
-			fmt.Fprintf(w, "Wave %s: not started\n", wv.Wave)
-			continue
-		}
-		line := fmt.Sprintf("Wave %s: %.1fs", wv.Wave, wv.Seconds)
-		for _, g := range wv.Gates {
-			if g.Passed {
-				line += fmt.Sprintf("; %s passed (%.0fs)", g.Gate, g.Seconds)
-			} else {
-				line += fmt.Sprintf("; %s did not pass: %s", g.Gate, g.Reason)
-			}
-		}
-		fmt.Fprintln(w, line)
-	}
-	if rep.Failure == nil || len(rep.Failures) > 1 {
-		for i, f := range rep.Failures {
-			if i == 0 {
-				fmt.Fprintln(w, "\nFailed clusters:")
-			}
-			fmt.Fprintf(w, "  - %s, step %s: %s\n", f.Ref(), f.Step, f.Reason)
-		}
-	}
-	if f := rep.Failure; f != nil {
-		fmt.Fprintf(w, "\nStopped at cluster %s, step %s: %s\n", f.Ref(), f.Step, f.Reason)
-		if len(f.Pending) > 0 {
-			fmt.Fprintln(w, "Not finished:")
-			for _, p := range f.Pending {
-				fmt.Fprintf(w, "  - %s\n", p)
-			}
-		}
-		if len(f.Describe) > 0 {
-			context := ""
-			if f.ManagementCluster != "" {
-				context = " --kubeconfig-context " + f.ManagementCluster
-			}
-			fmt.Fprintf(w, "\ncapctl describe cluster %s -n %s%s:\n", f.Name, f.Namespace, context)
-			for _, l := range f.Describe {
-				fmt.Fprintln(w, l)
-			}
-		}
-	}
-	if s := rep.Stop; s != nil {
-		fmt.Fprintf(w, "\nStopped %s (%s): %s\n", s.At, s.Gate, s.Reason)
-		for _, d := range s.Details {
-			fmt.Fprintf(w, "  - %s\n", d)
-		}
-	}
-	if rep.DryRun {
-		fmt.Fprintln(w, "Dry run: nothing was changed (each cluster's first patch was checked by the API server).")
-	}
-	if rep.Record != "" {
-		fmt.Fprintf(w, "Recorded as %s/%s: capctl upgrade history %s\n", fleetupgrade.AuditNamespace, rep.Record, rep.Record)
-	}
-	if multi {
-		return multicluster.RenderSummary(w, multicluster.Summary{ManagementClusters: rep.ManagementClusters})
-	}
-	return nil
 }

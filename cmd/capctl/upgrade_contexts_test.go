@@ -12,7 +12,6 @@ import (
 
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
-	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 func TestUpgradeContextsFlagsToOptions(t *testing.T) {
@@ -56,55 +55,6 @@ func TestUpgradeContextsFlagsToOptions(t *testing.T) {
 			t.Errorf("got %v, want an error with %q", err, c.want)
 		}
 	}
-}
-
-func TestRenderFleetOverManagementClusters(t *testing.T) {
-	plan := &fleetupgrade.FleetPlanView{
-		Summary: multicluster.Summary{ManagementClusters: []multicluster.ManagementCluster{
-			{Name: "eu-1", Reachable: true, Contract: "v1beta2", Clusters: 1},
-			{Name: "eu-2", Error: "the API server does not answer"},
-		}},
-		FleetPlan: fleetupgrade.FleetPlan{KubernetesVersion: "v1.35.0", Waves: []fleetupgrade.FleetWave{{Clusters: []fleetupgrade.ClusterUpgrade{
-			{ManagementCluster: "eu-1", Namespace: "p", Name: "a", ControlPlaneVersion: "v1.34.2", WorkersVersion: "v1.34.2",
-				Steps: []fleetupgrade.UpgradeStep{{Component: fleetupgrade.ControlPlane, Version: "v1.35.0"}}},
-		}}}},
-	}
-	var b strings.Builder
-	if err := renderFleetPlanView(&b, plan); err != nil {
-		t.Fatal(err)
-	}
-	out := squeeze(b.String())
-	for _, want := range []string{"MANAGEMENT WAVE CLUSTER CLUSTERCLASS", "eu-1 - p/a - v1.34.2 v1.34.2 control plane v1.35.0", "eu-2 unreachable"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan output lacks %q:\n%s", want, out)
-		}
-	}
-	rep := &fleetupgrade.FleetApplyReport{KubernetesVersion: "v1.35.0",
-		ManagementClusters: plan.ManagementClusters[:1],
-		Waves: []fleetupgrade.FleetWaveReport{{Wave: "1", Clusters: []fleetupgrade.FleetClusterReport{
-			{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Result: fleetupgrade.ResultFailed}}}},
-		Failure: &fleetupgrade.FleetApplyFailure{ManagementCluster: "eu-1", Namespace: "p", Name: "a", Step: "control plane v1.35.0", Reason: "timed out", Describe: []string{"Cluster p/a"}},
-	}
-	b.Reset()
-	if err := renderFleetApply(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	out = squeeze(b.String())
-	for _, want := range []string{"MANAGEMENT WAVE CLUSTER RESULT", "eu-1 1 p/a Failed", "eu-1 ok v1beta2", "Stopped at cluster p/a on eu-1, step control plane v1.35.0: timed out",
-		"capctl describe cluster a -n p --kubeconfig-context eu-1:"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("apply output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-// squeeze collapses the runs of spaces of table cells, line by line.
-func squeeze(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.Join(strings.Fields(l), " ")
-	}
-	return strings.Join(lines, "\n")
 }
 
 // TestUpgradePlanAcrossContexts runs `upgrade plan` over two real API servers and a context whose
@@ -152,7 +102,7 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("provider plan: exit %d: %s", code, errOut)
 	}
-	out = squeeze(out)
+	out = testenv.Squeeze(out)
 	for _, want := range []string{
 		"MANAGEMENT NAME NAMESPACE TYPE CURRENT VERSION NEXT VERSION CONTRACT",
 		"mgmt-b cluster-api capi-system CoreProvider v1.14.0 Already up to date v1beta2",
@@ -178,7 +128,7 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	}
 	t.Setenv("KUBECONFIG", strings.Join(append(paths, downPath), string(os.PathListSeparator)))
 	out, errOut, code = runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--all-contexts", "--connect-timeout", "2s")
-	out = squeeze(out)
+	out = testenv.Squeeze(out)
 	if code != 3 || !strings.Contains(out, "down unreachable") || !strings.Contains(out, "mgmt-a ok v1beta2") || !strings.Contains(out, "mgmt-b 1 fleet/") {
 		t.Errorf("with an unreachable context: exit %d\n%s\n%s", code, out, errOut)
 	}

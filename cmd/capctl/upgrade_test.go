@@ -13,7 +13,6 @@ import (
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/inventory"
-	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
 )
@@ -280,52 +279,6 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 	} {
 		if _, err := parseOptions(t, newCmdUpgradeApply, args...); err == nil {
 			t.Errorf("%v accepted", args)
-		}
-	}
-}
-
-func TestRenderFleetApplyStopped(t *testing.T) {
-	rep := &fleetupgrade.FleetApplyReport{KubernetesVersion: "v1.35.0", Waves: []fleetupgrade.FleetWaveReport{
-		{Wave: "1", Seconds: 12.5, Clusters: []fleetupgrade.FleetClusterReport{
-			{Namespace: "p", Name: "a", Result: fleetupgrade.ResultUpgraded, Seconds: 10, Steps: []fleetupgrade.FleetStepReport{
-				{Component: fleetupgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"KubeadmControlPlane a spec.version"}, Done: true},
-				{Component: fleetupgrade.Workers, Version: "v1.35.0", Done: true}}},
-			{Namespace: "p", Name: "b", Result: fleetupgrade.ResultFailed, Seconds: 2.5},
-			{Namespace: "p", Name: "d", Result: fleetupgrade.ResultUpgraded, Seconds: 95, Steps: []fleetupgrade.FleetStepReport{
-				{Component: fleetupgrade.ControlPlane, Version: "v1.35.0", Patched: []string{"Cluster d spec.topology.version"}, Seconds: 40, Done: true, TopologyPlan: true},
-				{Component: fleetupgrade.ControlPlane, Version: "v1.36.0", Seconds: 30, Done: true, TopologyPlan: true},
-				{Component: fleetupgrade.Workers, Version: "v1.36.0", TopologyPlan: true}}},
-		}},
-		{Wave: "2", Clusters: []fleetupgrade.FleetClusterReport{{Namespace: "p", Name: "c", Result: fleetupgrade.ResultNotStarted}}},
-	}, Failure: &fleetupgrade.FleetApplyFailure{Namespace: "p", Name: "b", Step: "control plane v1.35.0", Reason: "timed out after 2s",
-		Pending: []string{"KubeadmControlPlane b reports version v1.34.2, wants v1.35.0"}, Describe: []string{"Cluster p/b"}},
-		Preflight: &fleetupgrade.FleetPreflight{DryRunPatches: 2, Providers: []fleetupgrade.ProviderSupport{
-			{Namespace: "capi-system", Provider: "cluster-api", Version: "v1.14.2", Status: kubesupport.Supported, Range: "v1.31.x -> v1.37.x"},
-			{Namespace: "capd-system", Provider: "infrastructure-docker", Version: "v1.14.2", Status: kubesupport.NotDeclared},
-		}, Notes: []string{"provider capd-system/docker v1.14.2: infrastructure-docker does not declare which workload Kubernetes versions it supports: not checked"}}}
-	var b strings.Builder
-	if err := renderFleetApply(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	var rows []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "capi-system/") || strings.HasPrefix(l, "capd-system/") {
-			rows = append(rows, strings.Join(strings.Fields(l), " "))
-		}
-	}
-	if got, want := strings.Join(rows, "\n"), "capi-system/cluster-api v1.14.2 v1.31.x -> v1.37.x supported\ncapd-system/infrastructure-docker v1.14.2 - not declared: not checked"; got != want {
-		t.Errorf("provider rows\n%s\nwant\n%s", got, want)
-	}
-	for _, want := range []string{
-		"the API server accepted the first patch of 2 cluster(s)",
-		"control plane v1.35.0 -> workers v1.35.0 (already set)", "Wave 1: 12.5s", "Wave 2: not started",
-		"control plane v1.35.0 (topology plan, 40s) -> control plane v1.36.0 (topology plan, 30s) -> workers v1.36.0 (topology plan)",
-		"Stopped at cluster p/b, step control plane v1.35.0: timed out after 2s",
-		"  - KubeadmControlPlane b reports version v1.34.2, wants v1.35.0", "capctl describe cluster b -n p:\nCluster p/b",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
