@@ -52,13 +52,20 @@ type FleetApplyRequest struct {
 	NoWait bool
 	// DryRun sends the first patch of every cluster as a server-side dry run and changes nothing.
 	DryRun bool
-	// Timeout bounds the whole upgrade of one cluster (default 30 minutes).
+	// Timeout bounds the whole upgrade of one cluster (default DefaultClusterTimeout).
 	Timeout time.Duration
-	// PollInterval is how often a cluster's state is read while a step rolls out (default 5s).
+	// PollInterval is how often a cluster's state is read while a step rolls out (default
+	// DefaultPollInterval).
 	PollInterval time.Duration
 	// Progress, when set, receives one line per event (a wave starts, a cluster patched, done).
 	Progress func(format string, args ...any)
 }
+
+// Defaults of a FleetApplyRequest (`upgrade apply --timeout` shows DefaultClusterTimeout).
+const (
+	DefaultClusterTimeout = 30 * time.Minute
+	DefaultPollInterval   = 5 * time.Second
+)
 
 // Cluster results in a FleetApplyReport.
 const (
@@ -196,34 +203,9 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 // every check (plan, providers, dry run) runs on every management cluster before the first
 // write. With one member named "" it is ApplyFleet.
 func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyRequest) (*FleetApplyReport, error) {
-	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
-	var pf *PlanFile
-	var edited string
-	if req.Plan != "" {
-		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
-			return nil, fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
-		}
-		var err error
-		if pf, edited, err = loadPlanFile(ctx, req.Plan); err != nil {
-			return nil, err
-		}
-		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
-	}
-	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
-		req.KubernetesVersion = v
-	}
-	if err := req.Rollout.check(); err != nil {
+	req, pf, edited, err := resolveApply(ctx, req)
+	if err != nil {
 		return nil, err
-	}
-
-	if req.Timeout <= 0 {
-		req.Timeout = 30 * time.Minute
-	}
-	if req.PollInterval <= 0 {
-		req.PollInterval = 5 * time.Second
-	}
-	if req.Progress == nil {
-		req.Progress = func(string, ...any) {}
 	}
 	clients, err := memberClients(members)
 	if err != nil {
@@ -248,17 +230,8 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	if err != nil {
 		return nil, err
 	}
-	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
-	if pf != nil {
-		report.PlanDigest = pf.Digest
-	}
-	for _, w := range plan.Waves {
-		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
-		for i, cu := range w.Clusters {
-			report.Waves[len(report.Waves)-1].Clusters[i] = FleetClusterReport{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Result: ResultNotStarted}
-		}
-	}
-	a := &fleetApplier{clients: clients, req: req, infos: infos}
+	report := newFleetReport(req, plan, preflight, pf)
+	a := &fleetApplier{clients: clients, req: req, infos: infos, members: members, planFile: pf}
 	if !req.DryRun {
 		var names []string
 		for _, m := range members {
@@ -277,6 +250,72 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	if req.Rollout.Window != "" {
 		a.window, _ = ParseWindow(req.Rollout.Window) // checked with the rollout
 	}
+	a.runWaves(ctx, plan, report)
+	switch {
+	case report.Interrupted:
+		return report, ErrFleetInterrupted
+	case report.Failure != nil, report.Stop != nil:
+		return report, ErrFleetStopped
+	case len(report.Failures) > 0:
+		return report, ErrFleetFailed
+	}
+	return report, nil
+}
+
+// resolveApply resolves the request once before anything is read: the saved plan (with what
+// was edited in it, if anything), the version written as vX.Y.Z, the rollout checked, and the
+// defaults.
+func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest, *PlanFile, string, error) {
+	var pf *PlanFile
+	var edited string
+	if req.Plan != "" {
+		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
+			return req, nil, "", fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
+		}
+		var err error
+		if pf, edited, err = loadPlanFile(ctx, req.Plan); err != nil {
+			return req, nil, "", err
+		}
+		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
+	}
+	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
+	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
+		req.KubernetesVersion = v
+	}
+	if err := req.Rollout.check(); err != nil {
+		return req, nil, "", err
+	}
+	if req.Timeout <= 0 {
+		req.Timeout = DefaultClusterTimeout
+	}
+	if req.PollInterval <= 0 {
+		req.PollInterval = DefaultPollInterval
+	}
+	if req.Progress == nil {
+		req.Progress = func(string, ...any) {}
+	}
+	return req, pf, edited, nil
+}
+
+// newFleetReport is the report before the first wave: every cluster of the plan not started.
+func newFleetReport(req FleetApplyRequest, plan *FleetPlan, preflight *FleetPreflight, pf *PlanFile) *FleetApplyReport {
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
+	if pf != nil {
+		report.PlanDigest = pf.Digest
+	}
+	for _, w := range plan.Waves {
+		report.Waves = append(report.Waves, FleetWaveReport{Wave: w.Name(), Clusters: make([]FleetClusterReport, len(w.Clusters))})
+		for i, cu := range w.Clusters {
+			report.Waves[len(report.Waves)-1].Clusters[i] = FleetClusterReport{ManagementCluster: cu.ManagementCluster, Namespace: cu.Namespace, Name: cu.Name, Result: ResultNotStarted}
+		}
+	}
+	return report
+}
+
+// runWaves rolls the plan's waves in order, each after its window opens and the saved plan (if
+// any) still matches the clusters, each followed by its gates, until one stops the run.
+func (a *fleetApplier) runWaves(ctx context.Context, plan *FleetPlan, report *FleetApplyReport) {
+	req, pf := a.req, a.planFile
 	if len(plan.Waves) > 0 && plan.Waves[0].Canary {
 		var refs []string
 		for _, cu := range plan.Waves[0].Clusters {
@@ -292,23 +331,23 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 			if waited, stop = a.awaitWindow(ctx, w); stop != nil {
 				report.Stop = stop
 				req.Progress("Wave %s: not started: %s", w.Name(), stop.Reason)
-				break
+				return
 			}
 			if ctx.Err() != nil {
 				report.Interrupted = true
-				break
+				return
 			}
 		}
 		if pf != nil && (wi > 0 || waited) {
 			// Before each later wave: its clusters and those after must still be as planned.
-			drifts, err := fleetDrift(ctx, members, pf, req, wi)
+			drifts, err := fleetDrift(ctx, a.members, pf, req, wi)
 			if err != nil {
 				drifts = []string{"the clusters could not be read to compare them with the plan: " + err.Error()}
 			}
 			if len(drifts) > 0 {
 				report.Stop = &FleetStop{At: "before wave " + w.Name(), Gate: GatePlan, Reason: fmt.Sprintf("the plan %s no longer matches the clusters", req.Plan), Details: drifts}
 				req.Progress("Wave %s: not started, the plan no longer matches the clusters", w.Name())
-				break
+				return
 			}
 		}
 		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), req.Rollout.parallel(len(w.Clusters)))
@@ -325,18 +364,9 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		wr.Finished = &end
 		a.rec.wave(ctx, wi, wr)
 		if stopped {
-			break
+			return
 		}
 	}
-	switch {
-	case report.Interrupted:
-		return report, ErrFleetInterrupted
-	case report.Failure != nil, report.Stop != nil:
-		return report, ErrFleetStopped
-	case len(report.Failures) > 0:
-		return report, ErrFleetFailed
-	}
-	return report, nil
 }
 
 // runGates runs the soak and the gate command after wave wi, recording them on its report; it
@@ -494,10 +524,13 @@ func SelectFleet(infos []ClusterInfo, sel FleetSelection) ([]ClusterInfo, error)
 type fleetApplier struct {
 	// clients are the management clusters' clients by context ("" for one management cluster).
 	clients map[string]client.Client
-	window  *Window
-	req     FleetApplyRequest
-	infos   map[string]ClusterInfo
-	mu      sync.Mutex
+	members []FleetMember
+	// planFile is the saved plan applied (--plan), nil without one.
+	planFile *PlanFile
+	window   *Window
+	req      FleetApplyRequest
+	infos    map[string]ClusterInfo
+	mu       sync.Mutex
 	// rec writes the run's audit record (nil for a dry run).
 	rec *recorder
 }

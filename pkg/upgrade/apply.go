@@ -138,7 +138,62 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 	}
 
 	// Everything that can fail without touching the cluster, first.
+	prepared, err := prepare(ctx, c, src, targets, log)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := checkPermissions(ctx, c, prepared, cmPlan, cmComps); err != nil {
+		return nil, err
+	}
+
+	res := &ApplyResult{DryRun: opts.DryRun, CertManager: cmPlan}
+	for _, pu := range prepared {
+		res.Warnings = append(res.Warnings, driftWarnings(pu.target.Provider.ManifestLabel(), pu.liveDeps, pu.oldObjs, pu.newObjs)...)
+	}
+
+	if opts.DryRun {
+		return dryRun(ctx, c, res, prepared, log)
+	}
+
+	if cmPlan != nil {
+		if err := certmanager.Upgrade(ctx, c, cmPlan, cmComps, opts.CertManagerTimeout, log); err != nil {
+			return res, err
+		}
+	}
+	if len(prepared) == 0 {
+		return res, nil
+	}
+	log.Info("Performing upgrade...")
+	// Old controllers stop first, so that none of them answers conversion webhooks for new CRDs.
+	for _, pu := range prepared {
+		if err := scaleDown(ctx, c, pu.target.Provider, pu.liveDeps, opts.ScaleDownTimeout); err != nil {
+			return res, err
+		}
+	}
+	for _, pu := range prepared {
+		pr, err := upgradeProvider(ctx, c, pu, log)
+		res.Providers = append(res.Providers, pr)
+		if err != nil {
+			return res, err
+		}
+	}
+	if opts.WaitProviders {
+		for _, pu := range prepared {
+			log.Info("Waiting for the provider to be available", "provider", pu.target.Provider.String(), "waitingFor", install.Summary(pu.newObjs, false))
+			if err := install.Wait(ctx, c, pu.newObjs, install.WaitOptions{Timeout: opts.WaitTimeout, Source: source(pu.target), Log: log}); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// prepare fetches the new (and, when it can, the installed) components of every target and reads
+// the provider's objects in the cluster: everything that can fail before the cluster is touched.
+func prepare(ctx context.Context, c *cluster.Client, src Source, targets []Target, log *logging.Logger) ([]*preparedUpgrade, error) {
 	prepared := make([]*preparedUpgrade, 0, len(targets))
+	var err error
 	for _, t := range targets {
 		pu := &preparedUpgrade{target: t}
 		pu.newObjs, err = src.Components(ctx, t.Provider, t.To, t.Provider.Namespace)
@@ -164,86 +219,55 @@ func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 		}
 		prepared = append(prepared, pu)
 	}
+	return prepared, nil
+}
 
-	if err := checkPermissions(ctx, c, prepared, cmPlan, cmComps); err != nil {
-		return nil, err
-	}
-
-	res := &ApplyResult{DryRun: opts.DryRun, CertManager: cmPlan}
-	for _, pu := range prepared {
-		res.Warnings = append(res.Warnings, driftWarnings(pu.target.Provider.ManifestLabel(), pu.liveDeps, pu.oldObjs, pu.newObjs)...)
-	}
-
-	if opts.DryRun {
-		if cmPlan != nil {
-			log.Info("Would upgrade cert-manager", "from", cmPlan.From, "to", cmPlan.To)
-		}
-		for _, pu := range prepared {
-			pr := ProviderResult{Target: pu.target, Deleted: refs(pu.live), Dropped: dropped(pu.live, pu.newObjs)}
-			log.Info("Would upgrade", "provider", pu.target.Provider.String(), "from", pu.target.From, "to", pu.target.To)
-			r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{DryRun: true, Source: source(pu.target), Log: log.V(1)})
-			if err != nil {
-				return nil, fmt.Errorf("dry run of %s %s: %w", pu.target.Provider.ManifestLabel(), pu.target.To, err)
-			}
-			pr.Applied, pr.Unchecked = r.Applied, r.Unchecked
-			res.Providers = append(res.Providers, pr)
-		}
-		return res, nil
-	}
-
-	if cmPlan != nil {
-		if err := certmanager.Upgrade(ctx, c, cmPlan, cmComps, opts.CertManagerTimeout, log); err != nil {
-			return res, err
-		}
-	}
-	if len(prepared) == 0 {
-		return res, nil
-	}
-	log.Info("Performing upgrade...")
-	// Old controllers stop first, so that none of them answers conversion webhooks for new CRDs.
-	for _, pu := range prepared {
-		if err := scaleDown(ctx, c, pu.target.Provider, pu.liveDeps, opts.ScaleDownTimeout); err != nil {
-			return res, err
-		}
+// dryRun sends every new component set as a server-side dry run and says what would change.
+func dryRun(ctx context.Context, c *cluster.Client, res *ApplyResult, prepared []*preparedUpgrade, log *logging.Logger) (*ApplyResult, error) {
+	if cm := res.CertManager; cm != nil {
+		log.Info("Would upgrade cert-manager", "from", cm.From, "to", cm.To)
 	}
 	for _, pu := range prepared {
-		t := pu.target
-		log.Info("Upgrading", "provider", t.Provider.String(), "from", t.From, "to", t.To)
-		pr := ProviderResult{Target: t, Dropped: dropped(pu.live, pu.newObjs)}
-		for i := range pu.live {
-			u := &pu.live[i]
-			err := c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
-			if err != nil && !apierrors.IsNotFound(err) {
-				res.Providers = append(res.Providers, pr)
-				return res, fmt.Errorf("upgrading %s: deleting %s: %w (the old components are partly deleted: run the same upgrade again)", t.Provider.ManifestLabel(), install.RefOf(u), err)
-			}
-			pr.Deleted = append(pr.Deleted, install.RefOf(u))
-			log.V(1).Info("Deleted", "object", install.RefOf(u).String())
-		}
-		r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{Source: source(t), Log: log.V(1)})
+		pr := ProviderResult{Target: pu.target, Deleted: refs(pu.live), Dropped: dropped(pu.live, pu.newObjs)}
+		log.Info("Would upgrade", "provider", pu.target.Provider.String(), "from", pu.target.From, "to", pu.target.To)
+		r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{DryRun: true, Source: source(pu.target), Log: log.V(1)})
 		if err != nil {
-			res.Providers = append(res.Providers, pr)
-			return res, fmt.Errorf("upgrading %s to %s: %w (the old components are deleted: run the same upgrade again to finish)", t.Provider.ManifestLabel(), t.To, err)
+			return nil, fmt.Errorf("dry run of %s %s: %w", pu.target.Provider.ManifestLabel(), pu.target.To, err)
 		}
-		pr.Applied = r.Applied
-		updated := t.Provider
-		updated.Version = t.To
-		if err := inventory.Write(ctx, c, updated); err != nil {
-			res.Providers = append(res.Providers, pr)
-			return res, err
-		}
+		pr.Applied, pr.Unchecked = r.Applied, r.Unchecked
 		res.Providers = append(res.Providers, pr)
-		log.Info("Upgraded", "provider", t.Provider.String(), "version", t.To, "deleted", len(pr.Deleted), "applied", len(pr.Applied))
-	}
-	if opts.WaitProviders {
-		for _, pu := range prepared {
-			log.Info("Waiting for the provider to be available", "provider", pu.target.Provider.String(), "waitingFor", install.Summary(pu.newObjs, false))
-			if err := install.Wait(ctx, c, pu.newObjs, install.WaitOptions{Timeout: opts.WaitTimeout, Source: source(pu.target), Log: log}); err != nil {
-				return res, err
-			}
-		}
 	}
 	return res, nil
+}
+
+// upgradeProvider deletes one provider's old components (CRDs, the namespace and the inventory
+// entry are kept), applies the new ones and records the new version in the inventory; the result
+// says what it did also when it fails.
+func upgradeProvider(ctx context.Context, c *cluster.Client, pu *preparedUpgrade, log *logging.Logger) (ProviderResult, error) {
+	t := pu.target
+	log.Info("Upgrading", "provider", t.Provider.String(), "from", t.From, "to", t.To)
+	pr := ProviderResult{Target: t, Dropped: dropped(pu.live, pu.newObjs)}
+	for i := range pu.live {
+		u := &pu.live[i]
+		err := c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return pr, fmt.Errorf("upgrading %s: deleting %s: %w (the old components are partly deleted: run the same upgrade again)", t.Provider.ManifestLabel(), install.RefOf(u), err)
+		}
+		pr.Deleted = append(pr.Deleted, install.RefOf(u))
+		log.V(1).Info("Deleted", "object", install.RefOf(u).String())
+	}
+	r, err := install.Apply(ctx, c, pu.newObjs, install.ApplyOptions{Source: source(t), Log: log.V(1)})
+	if err != nil {
+		return pr, fmt.Errorf("upgrading %s to %s: %w (the old components are deleted: run the same upgrade again to finish)", t.Provider.ManifestLabel(), t.To, err)
+	}
+	pr.Applied = r.Applied
+	updated := t.Provider
+	updated.Version = t.To
+	if err := inventory.Write(ctx, c, updated); err != nil {
+		return pr, err
+	}
+	log.Info("Upgraded", "provider", t.Provider.String(), "version", t.To, "deleted", len(pr.Deleted), "applied", len(pr.Applied))
+	return pr, nil
 }
 
 // checkPermissions is the provider upgrade's permission preflight (the table's "upgrade apply"
