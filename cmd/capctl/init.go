@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/output"
 	clusterinit "github.com/capctl/capctl/pkg/init"
@@ -18,46 +17,39 @@ func init() {
 	registerCommand(func(f *factory) *cobra.Command { return newCmdInit(f, nil) })
 }
 
-// providerFlags are the provider selection flags shared by init and init list-images.
+// providerFlags are the provider selection flags of init list-images, its request.
 type providerFlags struct {
 	Selection       clusterinit.Selection
 	TargetNamespace string
 }
 
 func (p *providerFlags) add(cmd *cobra.Command) {
+	addProviderFlags(cmd, &p.Selection, &p.TargetNamespace)
+}
+
+// request is the one request of `init list-images`.
+func (p *providerFlags) request() clusterinit.ImagesOptions {
+	return clusterinit.ImagesOptions{Selection: p.Selection, TargetNamespace: p.TargetNamespace}
+}
+
+// addProviderFlags adds the provider selection flags shared by init and init list-images.
+func addProviderFlags(cmd *cobra.Command, sel *clusterinit.Selection, targetNamespace *string) {
 	fl := cmd.Flags()
-	fl.StringVar(&p.Selection.Core, "core", "", "Core provider version (e.g. cluster-api:v1.14.0) to add to the management cluster. If unspecified on a first init, Cluster API's latest release is used")
-	fl.StringSliceVarP(&p.Selection.Bootstrap, "bootstrap", "b", nil, "Bootstrap providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
-	fl.StringSliceVarP(&p.Selection.ControlPlane, "control-plane", "c", nil, "Control plane providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
-	fl.StringSliceVarP(&p.Selection.Infrastructure, "infrastructure", "i", nil, "Infrastructure providers and versions (e.g. aws:v2.8.1) to add")
-	fl.StringSliceVar(&p.Selection.IPAM, "ipam", nil, "IPAM providers and versions (e.g. in-cluster:v1.0.0) to add")
-	fl.StringSliceVar(&p.Selection.RuntimeExtension, "runtime-extension", nil, "Runtime extension providers and versions to add")
-	fl.StringSliceVar(&p.Selection.Addon, "addon", nil, "Add-on providers and versions (e.g. helm:v0.3.2) to add")
-	fl.StringVarP(&p.TargetNamespace, "target-namespace", "n", "", "The namespace where the providers of this run are installed. If unspecified, each provider's default namespace")
+	fl.StringVar(&sel.Core, "core", "", "Core provider version (e.g. cluster-api:v1.14.0) to add to the management cluster. If unspecified on a first init, Cluster API's latest release is used")
+	fl.StringSliceVarP(&sel.Bootstrap, "bootstrap", "b", nil, "Bootstrap providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
+	fl.StringSliceVarP(&sel.ControlPlane, "control-plane", "c", nil, "Control plane providers and versions (e.g. kubeadm:v1.14.0) to add. If unspecified on a first init, kubeadm's latest release is used; '-' adds none")
+	fl.StringSliceVarP(&sel.Infrastructure, "infrastructure", "i", nil, "Infrastructure providers and versions (e.g. aws:v2.8.1) to add")
+	fl.StringSliceVar(&sel.IPAM, "ipam", nil, "IPAM providers and versions (e.g. in-cluster:v1.0.0) to add")
+	fl.StringSliceVar(&sel.RuntimeExtension, "runtime-extension", nil, "Runtime extension providers and versions to add")
+	fl.StringSliceVar(&sel.Addon, "addon", nil, "Add-on providers and versions (e.g. helm:v0.3.2) to add")
+	fl.StringVarP(targetNamespace, "target-namespace", "n", "", "The namespace where the providers of this run are installed. If unspecified, each provider's default namespace")
 }
 
-// validate checks the selection without any network or cluster call.
-func (p *providerFlags) validate() error {
-	if _, err := clusterinit.ParseRequests(p.Selection); err != nil {
-		return usageErrorf("%v", err)
-	}
-	if p.TargetNamespace != "" {
-		if errs := validation.IsDNS1123Label(p.TargetNamespace); len(errs) > 0 {
-			return usageErrorf("--target-namespace %q: %s", p.TargetNamespace, strings.Join(errs, "; "))
-		}
-	}
-	return nil
-}
-
-// InitOptions is `capctl init` parsed from its flags.
+// InitOptions is `capctl init` parsed from its flags: Options is the one init request.
 type InitOptions struct {
 	deps
-	providerFlags
-	WaitProviders       bool
-	WaitProviderTimeout time.Duration
-	Validate            bool
-	DryRun              bool
-	Output              output.Format
+	clusterinit.Options
+	Output output.Format
 
 	waitSeconds int
 }
@@ -110,10 +102,10 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 			return runInit(cmd.Context(), o)
 		},
 	}
-	o.add(cmd)
+	addProviderFlags(cmd, &o.Selection, &o.TargetNamespace)
 	fl := cmd.Flags()
 	fl.BoolVar(&o.WaitProviders, "wait-providers", true, "Wait until the providers work: Deployments available, webhook Services with endpoints, CA injected")
-	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for the providers to work (with --wait-providers)")
+	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(clusterinit.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for the providers to work (with --wait-providers)")
 	fl.BoolVar(&o.Validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
 	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
@@ -123,13 +115,10 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 
 // complete checks the flags and fills what derives from them, before any network or cluster call.
 func (o *InitOptions) complete() error {
-	if err := o.providerFlags.validate(); err != nil {
-		return err
-	}
-	if o.waitSeconds <= 0 {
-		return usageErrorf("--wait-provider-timeout must be a positive number of seconds, not %d", o.waitSeconds)
-	}
 	o.WaitProviderTimeout = time.Duration(o.waitSeconds) * time.Second
+	if err := o.Check(); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
@@ -147,16 +136,10 @@ func runInit(ctx context.Context, o *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := clusterinit.Init(ctx, clusterinit.Clients{Cluster: c, Repo: repo, Config: cfg}, clusterinit.Options{
-		Selection:           o.Selection,
-		TargetNamespace:     o.TargetNamespace,
-		WaitProviders:       o.WaitProviders,
-		WaitProviderTimeout: o.WaitProviderTimeout,
-		Validate:            o.Validate,
-		DryRun:              o.DryRun,
-		Log:                 o.Logger(),
-		OnPlan:              func(plan []clusterinit.Planned) { clusterinit.RenderResolved(o.IO.ErrOut, plan) },
-	})
+	req := o.Options
+	req.Log = o.Logger()
+	req.OnPlan = func(plan []clusterinit.Planned) { clusterinit.RenderResolved(o.IO.ErrOut, plan) }
+	res, err := clusterinit.Init(ctx, clusterinit.Clients{Cluster: c, Repo: repo, Config: cfg}, req)
 	if err != nil {
 		return err
 	}
@@ -190,8 +173,8 @@ func newCmdInitListImages(f *factory, runF func(*ListImagesOptions) error) *cobr
   capctl init list-images --core cluster-api:v1.14.0 -b kubeadm:v1.14.0 -c kubeadm:v1.14.0 -i docker:v1.14.0`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.providerFlags.validate(); err != nil {
-				return err
+			if err := o.request().Validate(); err != nil {
+				return usageError{err}
 			}
 			if runF != nil {
 				return runF(o)
@@ -222,7 +205,7 @@ func runListImages(ctx context.Context, o *ListImagesOptions) error {
 	if cl.Cluster == nil {
 		fmt.Fprintln(o.IO.ErrOut, "No management cluster consulted: listing the images of a first init, cert-manager included.")
 	}
-	imgs, err := clusterinit.ListImages(ctx, cl, clusterinit.ImagesOptions{Selection: o.Selection, TargetNamespace: o.TargetNamespace})
+	imgs, err := clusterinit.ListImages(ctx, cl, o.request())
 	if err != nil {
 		return err
 	}

@@ -180,18 +180,26 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req
 
 // check validates the request before any read.
 func (req *FleetPlanRequest) check() error {
-	v, _, err := versions.Kubernetes(req.KubernetesVersion)
-	if err != nil {
+	if err := req.Validate(); err != nil {
 		return err
 	}
-	req.KubernetesVersion = v
+	req.KubernetesVersion, _, _ = versions.Kubernetes(req.KubernetesVersion)
+	return nil
+}
+
+// Validate checks the request without any I/O: the version, the selection, the rollout and that
+// a saved plan is not limited to a wave; its errors name the flags.
+func (req FleetPlanRequest) Validate() error {
+	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
+		return err
+	}
 	if req.Selection.Wave != nil && req.Save != "" {
 		return fmt.Errorf("a saved plan covers every wave of the selection: --save cannot be combined with --wave")
 	}
 	if _, err := SelectFleet(nil, req.Selection); err != nil { // a bad selector fails before any read
 		return err
 	}
-	return req.Rollout.check()
+	return req.Rollout.Validate()
 }
 
 // planWaves is the plan of infos to target, its waves shaped by the rollout (--canary): what the

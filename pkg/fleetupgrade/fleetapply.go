@@ -262,16 +262,38 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 	return report, nil
 }
 
+// Validate checks the request without any I/O; its errors name the flags. A saved plan (--plan)
+// gives the version, the selection and the rollout, so they must be empty then (the plan's are
+// checked when it is read); a zero Timeout or PollInterval means the default.
+func (req FleetApplyRequest) Validate() error {
+	switch {
+	case req.Timeout < 0:
+		return fmt.Errorf("--timeout must be positive, like 20m")
+	case req.Plan != "":
+		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
+			return fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
+		}
+		return nil
+	}
+	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
+		return err
+	}
+	if _, err := SelectFleet(nil, req.Selection); err != nil {
+		return err
+	}
+	return req.Rollout.Validate()
+}
+
 // resolveApply resolves the request once before anything is read: the saved plan (with what
 // was edited in it, if anything), the version written as vX.Y.Z, the rollout checked, and the
 // defaults.
 func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest, *PlanFile, string, error) {
 	var pf *PlanFile
 	var edited string
+	if err := req.Validate(); err != nil {
+		return req, nil, "", err
+	}
 	if req.Plan != "" {
-		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
-			return req, nil, "", fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
-		}
 		var err error
 		if pf, edited, err = loadPlanFile(ctx, req.Plan); err != nil {
 			return req, nil, "", err
@@ -282,7 +304,7 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest
 	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
 		req.KubernetesVersion = v
 	}
-	if err := req.Rollout.check(); err != nil {
+	if err := req.Rollout.Validate(); err != nil { // a saved plan's rollout
 		return req, nil, "", err
 	}
 	if req.Timeout <= 0 {

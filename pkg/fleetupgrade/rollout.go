@@ -47,8 +47,8 @@ func (r *Rollout) SetMaxParallel(s string) error {
 	return nil
 }
 
-// check validates the rollout before any cluster call.
-func (r *Rollout) check() error {
+// Validate checks the rollout without any I/O; its errors name the flags.
+func (r Rollout) Validate() error {
 	switch {
 	case r.MaxParallel < 0:
 		return fmt.Errorf("--max-parallel must be at least 1")

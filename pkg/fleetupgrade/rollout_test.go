@@ -33,7 +33,7 @@ func TestRolloutParallel(t *testing.T) {
 		}
 	}
 	for _, r := range []Rollout{{MaxParallel: -1}, {MaxParallelPercent: 120}, {MaxParallel: 2, MaxParallelPercent: 10}, {Canary: -1}, {MaxFailures: -2}} {
-		if err := r.check(); err == nil {
+		if err := r.Validate(); err == nil {
 			t.Errorf("%+v passed the check", r)
 		}
 	}

@@ -67,11 +67,8 @@ func ValidateRequest(ctx context.Context, cat Catalog, items []inventory.Provide
 	if err := checkSingleInstances(items); err != nil {
 		return nil, err
 	}
-	if req.Contract != "" && len(req.Providers) > 0 {
-		return nil, errors.New("--contract cannot be combined with provider flags: choose one")
-	}
-	if req.Contract == "" && len(req.Providers) == 0 {
-		return nil, errors.New("nothing to upgrade: give --contract or at least one of --core, -b, -c, -i, --ipam, --runtime-extension, --addon")
+	if err := req.Validate(); err != nil {
+		return nil, err
 	}
 	if req.Contract != "" {
 		return targetsForContract(ctx, cat, items, req.Contract)
@@ -80,9 +77,6 @@ func ValidateRequest(ctx context.Context, cat Catalog, items []inventory.Provide
 }
 
 func targetsForContract(ctx context.Context, cat Catalog, items []inventory.Provider, contract string) ([]Target, error) {
-	if contract != capi.Current {
-		return nil, fmt.Errorf("capctl can only upgrade to the %s contract, %s was requested", capi.Current, contract)
-	}
 	plan, err := PlanProviders(ctx, cat, items)
 	if err != nil {
 		return nil, err
