@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
-	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
@@ -94,18 +93,13 @@ func runUpgradeHistory(ctx context.Context, o *UpgradeHistoryOptions) error {
 // UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
 type UpgradePlanOptions struct {
 	deps
-	// KubernetesVersion, when set, asks for the fleet's Kubernetes plan instead of the providers'.
-	KubernetesVersion string
-	// Selection picks the clusters of the Kubernetes plan (as upgrade apply does).
-	Selection     fleetupgrade.FleetSelection
+	// FleetPlanRequest is the one request of `upgrade plan --kubernetes-version`; without a
+	// KubernetesVersion the providers' plan is asked for instead.
+	fleetupgrade.FleetPlanRequest
 	AllNamespaces bool
 	Output        output.Format
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
-	// Rollout is how the saved plan will be rolled (with --kubernetes-version).
-	Rollout fleetupgrade.Rollout
-	// Save is the plan file to write (--save).
-	Save string
 
 	maxParallel string
 }
@@ -169,6 +163,8 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 				}
 			} else if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
 				return usageError{err}
+			} else if err := o.FleetPlanRequest.Validate(); err != nil {
+				return usageError{err}
 			}
 			if runF != nil {
 				return runF(o)
@@ -219,7 +215,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 
 // fleetPlanRequest is the one request of `upgrade plan --kubernetes-version`.
 func (o *UpgradePlanOptions) fleetPlanRequest() fleetupgrade.FleetPlanRequest {
-	return fleetupgrade.FleetPlanRequest{KubernetesVersion: o.KubernetesVersion, Selection: o.Selection, Rollout: o.Rollout, Save: o.Save}
+	return o.FleetPlanRequest
 }
 
 // runUpgradePlanEach is runUpgradePlan over the management clusters of --contexts/--all-contexts.
@@ -373,14 +369,14 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 		fl.StringSliceVarP(o.refs[t], strings.TrimPrefix(t.Flag(), "--"), t.FlagShorthand(), nil, fmt.Sprintf("%s to upgrade, as [namespace/]name:version", t))
 	}
 	fl.BoolVar(&o.WaitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
-	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", 300, "Seconds to wait for each provider to be available (with --wait-providers)")
+	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(upgrade.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
 	fl.StringVar(&o.plan, "plan", "", "Apply exactly the plan saved by `upgrade plan --kubernetes-version ... --save` (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
 	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
 	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
-	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
+	fl.DurationVar(&o.timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
 	// A saved plan is applied exactly: nothing may select or shape it again.
 	for _, name := range append([]string{"kubernetes-version", "wave", "namespace", "all-namespaces", "selector", "contract", "core"}, rolloutFlagNames...) {
@@ -399,7 +395,7 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 			return err
 		}
 		o.Fleet = &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
-		return nil
+		return o.validateFleet()
 	}
 	if o.kubernetesVersion == "" {
 		return usageErrorf("--wave, --timeout and the rollout flags (--%s) need --kubernetes-version or --plan", strings.Join(rolloutFlagNames, ", --"))
@@ -426,6 +422,14 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 	o.Fleet = &fleetupgrade.FleetApplyRequest{
 		KubernetesVersion: o.kubernetesVersion, Selection: sel, Rollout: o.rollout,
 		DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait,
+	}
+	return o.validateFleet()
+}
+
+// validateFleet checks the fleet request built from the flags, before any cluster call.
+func (o *UpgradeApplyOptions) validateFleet() error {
+	if err := o.Fleet.Validate(); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
@@ -511,29 +515,17 @@ func (o *UpgradeApplyOptions) complete() error {
 			o.Request.Providers = append(o.Request.Providers, upgrade.Requested{Type: t, Ref: ref})
 		}
 	}
-	flags := "--core, -b/--bootstrap, -c/--control-plane, -i/--infrastructure, --ipam, --runtime-extension, --addon"
-	switch contract := o.Request.Contract; {
-	case contract == "" && len(o.Request.Providers) == 0:
-		return usageErrorf("either --contract or at least one of %s is required", flags)
-	case contract != "" && len(o.Request.Providers) > 0:
-		return usageErrorf("--contract cannot be combined with %s", flags)
-	case contract != "" && contract != capi.Current:
-		return usageErrorf("capctl can only upgrade to the %s contract, %s was requested", capi.Current, contract)
+	if err := o.Request.Validate(); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
 
-// parseUpgradeRef parses one [namespace/]name:version of a provider flag.
+// parseUpgradeRef parses one [namespace/]name:version of a provider flag (upgrade.Request.Validate checks it).
 func parseUpgradeRef(t provider.Type, v string) (provider.Reference, error) {
 	ref, err := provider.ParseReference(v, true)
 	if err != nil {
 		return ref, usageErrorf("%s: %v", t.Flag(), err)
-	}
-	if ref.Version == "" || ref.Version == "latest" {
-		return ref, usageErrorf("%s %s: give the version to upgrade to, as [namespace/]name:version", t.Flag(), v)
-	}
-	if t == provider.CoreProviderType && ref.Name != provider.CoreProviderName {
-		return ref, usageErrorf("--core %s: the core provider is %s", v, provider.CoreProviderName)
 	}
 	return ref, nil
 }

@@ -264,12 +264,9 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 
 // Validate checks the request without any I/O; its errors name the flags. A saved plan (--plan)
 // gives the version, the selection and the rollout, so they must be empty then (the plan's are
-// checked when it is read); a zero Timeout or PollInterval means the default.
+// checked when it is read); a Timeout or PollInterval that is not positive means the default.
 func (req FleetApplyRequest) Validate() error {
-	switch {
-	case req.Timeout < 0:
-		return fmt.Errorf("--timeout must be positive, like 20m")
-	case req.Plan != "":
+	if req.Plan != "" {
 		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
 			return fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
 		}

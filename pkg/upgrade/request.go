@@ -26,6 +26,12 @@ func (r Request) Validate() error {
 			return fmt.Errorf("--core %s: the core provider is %s", p.Ref, provider.CoreProviderName)
 		}
 	}
+	return r.validateChoice()
+}
+
+// validateChoice checks that the request names a contract (only the current one) or providers,
+// not both. ValidateRequest checks the providers' versions itself, listing every problem at once.
+func (r Request) validateChoice() error {
 	switch {
 	case r.Contract == "" && len(r.Providers) == 0:
 		return fmt.Errorf("either --contract or at least one of %s is required", providerFlags)

@@ -67,7 +67,7 @@ func ValidateRequest(ctx context.Context, cat Catalog, items []inventory.Provide
 	if err := checkSingleInstances(items); err != nil {
 		return nil, err
 	}
-	if err := req.Validate(); err != nil {
+	if err := req.validateChoice(); err != nil {
 		return nil, err
 	}
 	if req.Contract != "" {
