@@ -74,7 +74,7 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	for i, e := range envs {
 		name := []string{"mgmt-a", "mgmt-b"}[i]
 		paths = append(paths, e.KubeconfigAs(t, name))
-		testenv.CreateFromFile(t, e.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
+		testenv.CreateFromFile(t, e.Client, filepath.Join(testenv.RepoRoot(), "pkg", "fleetupgrade", "testdata", "fleet.yaml"))
 		writeInventory(t, e, []string{"v1.13.4", "v1.14.0"}[i])
 	}
 	t.Setenv("KUBECONFIG", strings.Join(paths, string(os.PathListSeparator)))

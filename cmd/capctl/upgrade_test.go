@@ -170,7 +170,7 @@ func testUpgradeProviderPlan(t *testing.T, env *testenv.Env, cfg string) {
 }
 
 func testUpgradeFleetPlan(t *testing.T, env *testenv.Env) {
-	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "upgrade", "testdata", "fleet.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "fleetupgrade", "testdata", "fleet.yaml"))
 
 	out, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--kubeconfig", env.Kubeconfig)
 	if code != 0 {
