@@ -44,6 +44,17 @@ func Poll(ctx context.Context, interval, timeout time.Duration, done func(contex
 	return err
 }
 
+// PollUntilCancel is Poll without a timeout of its own: it calls done at once and then every
+// interval until done reports true or an error, or ctx ends (ctx.Err()). For waits whose budget
+// is the context's deadline (the fleet's per-cluster --timeout).
+func PollUntilCancel(ctx context.Context, interval time.Duration, done func(context.Context) (bool, error)) error {
+	err := wait.PollUntilContextCancel(ctx, interval, true, done)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
 // Sleep pauses for d, or less when ctx ends first; it returns ctx.Err() then, nil otherwise.
 func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

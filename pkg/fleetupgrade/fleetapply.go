@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
@@ -674,7 +674,7 @@ func (a *fleetApplier) poll(ctx context.Context, cu ClusterUpgrade, info Cluster
 	var pending []string
 	var readErr error
 	var readFailedAt time.Time
-	err := wait.PollUntilContextCancel(ctx, a.req.PollInterval, true, func(ctx context.Context) (bool, error) {
+	err := cluster.PollUntilCancel(ctx, a.req.PollInterval, func(ctx context.Context) (bool, error) {
 		s, err := a.readState(ctx, info, cu)
 		if err != nil {
 			if ctx.Err() != nil {

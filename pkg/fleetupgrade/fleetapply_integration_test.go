@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -127,10 +128,7 @@ func (s *standIn) run(ctx context.Context) {
 				_ = s.reconcile(ctx, &list.Items[i])
 			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
+		_ = cluster.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -47,10 +48,7 @@ func (s *topologyStandIn) setHold(v bool) {
 func (s *topologyStandIn) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		_ = s.reconcile(ctx)
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
+		_ = cluster.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

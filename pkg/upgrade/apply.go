@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/logging"
@@ -357,7 +356,7 @@ func scaleDown(ctx context.Context, c *cluster.Client, p inventory.Provider, dep
 	}
 	for i := range deps {
 		d := deps[i]
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := cluster.Poll(ctx, 500*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 			cur := &appsv1.Deployment{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(&d), cur); err != nil {
 				return apierrors.IsNotFound(err), nil

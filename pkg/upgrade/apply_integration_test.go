@@ -31,6 +31,7 @@ import (
 	"github.com/capctl/capctl/internal/testenv"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -64,10 +65,8 @@ func zeroScaledStatus(ctx context.Context, c client.Client, caPEM []byte) {
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if cluster.Sleep(ctx, 200*time.Millisecond) != nil {
 			return
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

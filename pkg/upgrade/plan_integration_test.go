@@ -11,10 +11,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
@@ -59,7 +59,7 @@ func setInventory(t *testing.T, env *testenv.Env, items ...inventory.Provider) {
 	ctx := context.Background()
 	// Discovery may lag the inventory CRD being Established by a moment.
 	var current []inventory.Provider
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := cluster.Poll(ctx, 200*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		current, err = inventory.List(ctx, env.Client)
 		return err == nil, nil
@@ -222,7 +222,7 @@ func TestProviderPlanOnAPIServer(t *testing.T) {
 		if err := env.Client.Delete(ctx, crd); err != nil {
 			t.Fatal(err)
 		}
-		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
 			return apierrors.IsNotFound(err), nil
 		}); err != nil {
