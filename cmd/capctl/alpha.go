@@ -98,7 +98,7 @@ func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Pick every MachineDeployment of the namespace (or of --cluster)")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --all or --selector: only the MachineDeployments of this cluster")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and show what would change, changing nothing")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the targets and the Machines a restart replaces")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the targets and the Machines a restart replaces")
 	return cmd
 }
 

@@ -62,7 +62,7 @@ ready Role/ClusterRole. Commands: ` + strings.Join(names, ", ") + `. Exit code 1
 	fl.StringVarP(&o.Request.Namespace, "namespace", "n", "", "The namespace the command would work on (default: the context's)")
 	fl.StringVar(&o.ToKubeconfig, "to-kubeconfig", "", "The target cluster's kubeconfig (move)")
 	fl.StringVar(&o.ToContext, "to-kubeconfig-context", "", "The context of --to-kubeconfig")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the missing permissions per cluster")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the missing permissions per cluster")
 	return cmd
 }
 

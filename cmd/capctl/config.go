@@ -54,7 +54,7 @@ func newCmdConfigRepositories(f *factory, runF func(*ConfigRepositoriesOptions) 
 			return runConfigRepositories(cmd.Context(), o)
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "")
+	addFormatFlag(cmd, &o.Output, "")
 	return cmd
 }
 

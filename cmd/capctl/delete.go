@@ -79,7 +79,7 @@ func newCmdDelete(f *factory, runF func(*DeleteOptions) error) *cobra.Command {
 	fl.BoolVar(&o.Request.IncludeCertManager, "include-cert-manager", false, "Also delete cert-manager, if capctl or clusterctl installed it and no remaining provider or object uses it")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "Delete without asking for confirmation")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Print what would be deleted and stop")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan and, unless --dry-run, the result")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the plan and, unless --dry-run, the result")
 	return cmd
 }
 

@@ -106,7 +106,7 @@ view is partial and the exit code is 3 (0 otherwise).`),
 	fl.BoolVar(&d.Grouping, "grouping", true, "Group machines in the same state into one row")
 	fl.BoolVar(&o.V1Beta2, "v1beta2", true, "Show v1beta2 conditions; --v1beta2=false shows the deprecated v1beta1 conditions (Ready with severity)")
 	fl.BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the tree as data")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the tree as data")
 	fl.BoolVarP(&o.Watch, "watch", "w", false, "Redraw whenever the tree changes, until interrupted (ctrl-c)")
 	fl.DurationVar(&o.WatchInterval, "watch-interval", 2*time.Second, "How often --watch reads the cluster")
 	return cmd
@@ -195,7 +195,7 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to list (default: the kubeconfig context's namespace)")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List clusters of every namespace")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
 	cmd.Flags().BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd

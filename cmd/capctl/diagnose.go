@@ -128,7 +128,7 @@ itself failed (bad flags, management cluster unreachable, cluster not found).`),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
 	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
 	return cmd
 }
 
@@ -227,7 +227,7 @@ read), 1 the diagnosis itself failed.`),
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose the clusters of every namespace")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
 	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
+	addFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
 	return cmd
 }
 

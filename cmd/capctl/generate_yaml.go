@@ -109,7 +109,7 @@ func asUsageError(err error) error {
 // addObjectsFormatFlag is -o of the commands that print objects: text (the default) and yaml
 // print the YAML documents, json one v1 List.
 func addObjectsFormatFlag(cmd *cobra.Command, p *output.Format) {
-	output.AddFormatFlag(cmd, p, "text and yaml print the YAML documents, json a v1 List; with --list-* json and yaml print the list as data")
+	addFormatFlag(cmd, p, "text and yaml print the YAML documents, json a v1 List; with --list-* json and yaml print the list as data")
 }
 
 // writeObjects prints objects as YAML or JSON to stdout or into a file that is 0600 before its

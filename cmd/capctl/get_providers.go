@@ -50,7 +50,7 @@ cluster, 1 failure.`),
 			return o.Run(cmd.Context())
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
+	addFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }

@@ -108,7 +108,7 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(clusterinit.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for the providers to work (with --wait-providers)")
 	fl.BoolVar(&o.Validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	cmd.AddCommand(newCmdInitListImages(f, nil))
 	return cmd
 }
@@ -183,7 +183,7 @@ func newCmdInitListImages(f *factory, runF func(*ListImagesOptions) error) *cobr
 		},
 	}
 	o.add(cmd)
-	output.AddFormatFlag(cmd, &o.Output, "text prints one image per line")
+	addFormatFlag(cmd, &o.Output, "text prints one image per line")
 	return cmd
 }
 

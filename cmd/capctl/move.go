@@ -120,7 +120,7 @@ contract than the source is refused.`),
 	fl.BoolVar(&o.noSettle, "no-settle", false, "Skip the check after the move (--settle)")
 	fl.BoolVar(&o.abandon, "abandon", false, "Undo the unfinished move of -n (or an interrupted backup) instead of finishing it, before it deleted anything from the source: unpause the source and, with --to-kubeconfig, remove from the target what the move created there")
 	fl.StringVar(&o.maxBackupSize, "max-backup-size", userinput.Human(move.DefaultMaxBackupSize), "With --from-directory: the most a restore reads from the backup's files in all (each file is bounded by --max-input-size)")
-	output.AddFormatFlag(cmd, &o.output, "the plan or the report")
+	addFormatFlag(cmd, &o.output, "the plan or the report")
 	return cmd
 }
 

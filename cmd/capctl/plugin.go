@@ -67,7 +67,7 @@ The exit code is 0 also when there are warnings.`),
 			return runPluginList(o)
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "")
+	addFormatFlag(cmd, &o.Output, "")
 	return cmd
 }
 

@@ -83,7 +83,7 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 	fl.BoolVar(&o.CertManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
 	fl.BoolVar(&o.Pre, "pre", false, "Let 'latest' pick pre-releases")
 	fl.BoolVar(&o.Offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
-	output.AddFormatFlag(cmd, &o.Output, "text prints a clusterctl.yaml fragment with comments; json and yaml the full result")
+	addFormatFlag(cmd, &o.Output, "text prints a clusterctl.yaml fragment with comments; json and yaml the full result")
 	return cmd
 }
 

@@ -70,7 +70,7 @@ output names them. Local repositories are never cached.`,
 			return runRepositoryCacheClean(cmd.Context(), o)
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print what was removed")
+	addFormatFlag(cmd, &o.Output, "json and yaml print what was removed")
 	return cmd
 }
 

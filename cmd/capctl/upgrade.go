@@ -70,7 +70,7 @@ had done. With NAME, show that rollout.`),
 			return runUpgradeHistory(cmd.Context(), o)
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the records")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the records")
 	return cmd
 }
 
@@ -176,7 +176,7 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	cmd.Flags().StringVar(&o.Save, "save", "", "With --kubernetes-version: also write the plan to this file (0600) for review and `upgrade apply --plan`")
 	addRolloutFlags(cmd, &o.Rollout, &o.maxParallel)
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the plan")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
@@ -382,7 +382,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	for _, name := range append([]string{"kubernetes-version", "wave", "namespace", "all-namespaces", "selector", "contract", "core"}, rolloutFlagNames...) {
 		cmd.MarkFlagsMutuallyExclusive("plan", name)
 	}
-	output.AddFormatFlag(cmd, &o.Output, "json and yaml print the result")
+	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }

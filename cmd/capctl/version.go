@@ -35,7 +35,7 @@ func newCmdVersion(f *factory, runF func(*VersionOptions) error) *cobra.Command 
 			return runVersion(o.IO.Out, o.Output, version.Get())
 		},
 	}
-	output.AddFormatFlag(cmd, &o.Output, "short prints the version alone", output.Short)
+	addFormatFlag(cmd, &o.Output, "short prints the version alone", output.Short)
 	return cmd
 }
 

@@ -1,10 +1,10 @@
 // Package output is the one output layer of capctl's commands, so that every command looks and
-// behaves the same: the -o/--output flag (one
-// vocabulary, default text everywhere), the structured writer behind -o json|yaml, the one table
-// style, the writer for files that may hold secrets, and the progress helper.
+// behaves the same: the -o/--output vocabulary (default text everywhere), the structured writer
+// behind -o json|yaml, the one table style, the writer for files that may hold secrets, and the
+// progress helper. It imports no command-line library: feature packages render through it, and
+// only cmd/capctl turns Format into the -o flag (its formatflag.go).
 //
-//   - AddFormatFlag: -o/--output with text, json and yaml (default text), validated while flags
-//     are parsed, so a bad format is a usage error before any network or cluster call.
+//   - Format: text, json and yaml (Common), plus version's short.
 //   - WriteStructured / Render: one JSON (two-space indent) or YAML document on stdout.
 //   - Table: kubectl's borderless table (no boxes, three spaces between columns).
 //   - WritePrivateFile: files that may hold secrets (kubeconfigs, components with credentials,

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
-	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,56 +26,6 @@ var Common = []Format{Text, JSON, YAML}
 
 // Structured reports whether f is one document for programs (json or yaml).
 func (f Format) Structured() bool { return f == JSON || f == YAML }
-
-// formatValue is the pflag.Value behind -o: it validates at parse time, so a bad format is a flag
-// error (printed with the usage) before any file, network or cluster is touched.
-type formatValue struct {
-	p       *Format
-	allowed []Format
-}
-
-func (v *formatValue) String() string { return string(*v.p) }
-func (v *formatValue) Type() string   { return "format" }
-
-func (v *formatValue) Set(s string) error {
-	f := Format(strings.ToLower(strings.TrimSpace(s)))
-	if f == "" {
-		f = Text
-	}
-	if !slices.Contains(v.allowed, f) {
-		return fmt.Errorf("invalid output format %q: use one of %s", s, join(v.allowed))
-	}
-	*v.p = f
-	return nil
-}
-
-func join(fs []Format) string {
-	s := make([]string, len(fs))
-	for i, f := range fs {
-		s[i] = string(f)
-	}
-	return strings.Join(s, ", ")
-}
-
-// AddFormatFlag registers -o/--output on cmd, storing into p (set to text, the default). what
-// says what the structured formats print (e.g. "the plan and the result"); extra adds formats
-// beyond text, json and yaml for the rare command that needs one (version's short).
-func AddFormatFlag(cmd *cobra.Command, p *Format, what string, extra ...Format) {
-	allowed := append(slices.Clone(Common), extra...)
-	*p = Text
-	usage := "Output format: one of " + join(allowed)
-	if what != "" {
-		usage += " (" + what + ")"
-	}
-	cmd.Flags().VarP(&formatValue{p: p, allowed: allowed}, "output", "o", usage)
-	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		s := make([]string, len(allowed))
-		for i, f := range allowed {
-			s[i] = string(f)
-		}
-		return s, cobra.ShellCompDirectiveNoFileComp
-	})
-}
 
 // WriteStructured prints v as indented JSON or as YAML: every command's machine-readable output
 // has the same shape (JSON indented by two spaces, a trailing newline).

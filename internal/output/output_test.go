@@ -10,41 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/iostreams"
 )
-
-func parse(t *testing.T, extra []Format, args ...string) (Format, error) {
-	t.Helper()
-	var f Format
-	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
-	AddFormatFlag(cmd, &f, "", extra...)
-	cmd.SetArgs(args)
-	cmd.SetOut(&bytes.Buffer{})
-	cmd.SetErr(&bytes.Buffer{})
-	err := cmd.Execute()
-	return f, err
-}
-
-func TestFormatFlagOneVocabularyDefaultText(t *testing.T) {
-	for args, want := range map[string]Format{"": Text, "-o text": Text, "-o json": JSON, "--output=yaml": YAML, "-o YAML": YAML} {
-		got, err := parse(t, nil, strings.Fields(args)...)
-		if err != nil || got != want {
-			t.Errorf("%q: got %q, %v; want %q", args, got, err, want)
-		}
-	}
-	for _, bad := range []string{"table", "xml", "short", "wide"} {
-		_, err := parse(t, nil, "-o", bad)
-		if err == nil || !strings.Contains(err.Error(), `invalid output format "`+bad+`": use one of text, json, yaml`) {
-			t.Errorf("-o %s: %v", bad, err)
-		}
-	}
-	if got, err := parse(t, []Format{Short}, "-o", "short"); err != nil || got != Short {
-		t.Errorf("extra short: %q %v", got, err)
-	}
-}
 
 func TestWriteStructuredAndRender(t *testing.T) {
 	v := map[string]any{"name": "cluster-api", "count": 2}
