@@ -19,8 +19,6 @@ func newAlphaCmd(f *factory) *cobra.Command {
 		GroupID: groupOther,
 		Use:     "alpha",
 		Short:   "Commands for features in alpha",
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	rc := &cobra.Command{
 		Use:   "rollout",
@@ -32,8 +30,6 @@ control plane that has the contract's spec.rollout.after field).
 Resources are given as KIND/NAME (machinedeployment/md-0, kubeadmcontrolplane/cp); MachineDeployments
 can also be picked with --selector or --all, limited to one cluster with --cluster. Every resource is
 checked before the first change: one refused resource refuses the command.`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	for _, a := range []rollout.Action{rollout.Restart, rollout.Pause, rollout.Resume} {
 		rc.AddCommand(newCmdRollout(f, a, nil))

@@ -17,8 +17,6 @@ func newCmdConfig(f *factory) *cobra.Command {
 		GroupID: groupOther,
 		Use:     "config",
 		Short:   "Display provider configuration",
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdConfigRepositories(f, nil))
 	return cmd

@@ -23,10 +23,6 @@ func newCmdDescribe(f *factory, clusterRunF func(*describeClusterOptions) error,
 		GroupID: groupTroubleshooting,
 		Use:     "describe",
 		Short:   "Describe workload clusters",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("describe needs a subcommand: cluster NAME or clusters")
-		},
 	}
 	cmd.AddCommand(newCmdDescribeCluster(f, clusterRunF), newCmdDescribeClusters(f, clustersRunF))
 	return cmd

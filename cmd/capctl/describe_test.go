@@ -125,7 +125,6 @@ func TestDescribeUsageAndUnreachable(t *testing.T) {
 		{"describe", "cluster", "x", "--show-conditions", "Machine, Cluster"},
 		{"describe", "cluster", "x", "-o", "xml"},
 		{"describe", "cluster"},
-		{"describe"},
 		{"describe", "clusters", "-A", "-n", "x"},
 	} {
 		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", "/nonexistent/kubeconfig")...)

@@ -31,10 +31,6 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 		GroupID: groupTroubleshooting,
 		Use:     "diagnose",
 		Short:   "Say why workload clusters are stuck, who is responsible, and what to run next",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("diagnose needs a subcommand: cluster NAME or clusters")
-		},
 	}
 	cmd.AddCommand(newCmdDiagnoseCluster(f, nil), newCmdDiagnoseClusters(f, nil))
 	return cmd

@@ -68,7 +68,6 @@ func TestGetProvidersOptions(t *testing.T) {
 // Bad flags fail as usage errors before any cluster is contacted.
 func TestDiagnoseUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"diagnose"},
 		{"diagnose", "cluster"},
 		{"diagnose", "cluster", "Bad_Name"},
 		{"diagnose", "cluster", "x", "--stuck-after", "0s"},

@@ -26,10 +26,6 @@ func newCmdGenerate(f *factory) *cobra.Command {
 
 The subcommands print to stdout (or --write-to a file) what would be applied to a cluster; nothing
 is applied.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("missing subcommand: use one of %v", subcommandNames(cmd))
-		},
 	}
 	subs := make([]*cobra.Command, 0, len(generateSubcommands))
 	for _, b := range generateSubcommands {
@@ -38,12 +34,4 @@ is applied.`,
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	cmd.AddCommand(subs...)
 	return cmd
-}
-
-func subcommandNames(cmd *cobra.Command) []string {
-	var names []string
-	for _, c := range cmd.Commands() {
-		names = append(names, c.Name())
-	}
-	return names
 }

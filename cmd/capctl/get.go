@@ -17,8 +17,6 @@ func newCmdGet(f *factory) *cobra.Command {
 		GroupID: groupManagement,
 		Use:     "get",
 		Short:   "Get info from a management or a workload cluster",
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdGetKubeconfig(f, nil), newCmdGetProviders(f, nil))
 	return cmd

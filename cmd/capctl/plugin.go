@@ -29,8 +29,6 @@ PATH in order. The words before the first flag name the plugin, longest first: "
 runs capctl-foo-bar if there is one, else capctl-foo with the argument bar. An underscore in the
 file name stands for a dash in the command: capctl-foo_bar runs as "capctl foo-bar". A plugin
 cannot replace a built-in command.`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdPluginList(f, nil))
 	return cmd

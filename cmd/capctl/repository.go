@@ -23,8 +23,6 @@ func newCmdRepository(f *factory) *cobra.Command {
 		Short:   "Work with provider repositories (mirror them for air-gapped sites, clean the download cache)",
 		Long: `Work with provider repositories: mirror them into a local repository for air-gapped sites,
 and clean the cache of downloaded files, ` + cacheLocation() + `.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdRepositoryMirror(f, nil), newRepositoryCacheCmd(f))
 	return cmd

@@ -27,8 +27,6 @@ func newRepositoryCacheCmd(f *factory) *cobra.Command {
 		Long: `Provider files downloaded from GitHub or GitLab (components, metadata.yaml, templates) and
 version lists are cached in ` + cacheLocation() + `.
 Files are checked before they are cached; a cached file that does not parse is fetched again.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdRepositoryCacheClean(f, nil))
 	return cmd

@@ -87,7 +87,74 @@ used in place of clusterctl on the same management clusters.`),
 	root.AddCommand(cmds...)
 	// Wrong flags are usage errors: show the usage with them.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	applyInvocationRules(root)
 	return root
+}
+
+// applyInvocationRules gives every command of the tree capctl's invocation rules, so that no
+// command file writes its own:
+//   - a parent (a command with subcommands and no run of its own, the root too; init, which runs
+//     and has list-images, is none) run without a subcommand prints its
+//     help on stdout and exits 0, as clusterctl's parents do; a word after it that names no
+//     subcommand is a usage error ("unknown command"), with cobra's suggestions;
+//   - every error of cobra's own checks of an invocation (argument counts and values, required
+//     flags, flags marked mutually exclusive) is returned as a usageError, so it is printed with
+//     the usage by its type, never by matching its text.
+func applyInvocationRules(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = unknownSubcommand
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[parentAnnotation] = "true"
+	}
+	if c.Runnable() {
+		c.Args = typedArgs(c.Args)
+	}
+	for _, sub := range c.Commands() {
+		applyInvocationRules(sub)
+	}
+}
+
+// parentAnnotation marks the commands applyInvocationRules made parents (tests list them).
+const parentAnnotation = "capctl.parent"
+
+// unknownSubcommand is the argument rule of a parent: no argument, or a usage error naming the
+// word and the subcommands it may have meant.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+	}
+	return usageError{errors.New(msg)}
+}
+
+// typedArgs runs a command's argument rule (cobra's default when none is set) and then cobra's
+// flag checks, which cobra runs next anyway, and returns their errors as usage errors.
+func typedArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
+	if rule == nil {
+		rule = cobra.ArbitraryArgs
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		for _, check := range []func() error{
+			func() error { return rule(cmd, args) },
+			cmd.ValidateRequiredFlags,
+			cmd.ValidateFlagGroups,
+		} {
+			if err := check(); err != nil {
+				var ue usageError
+				if errors.As(err, &ue) {
+					return err
+				}
+				return usageError{err}
+			}
+		}
+		return nil
+	}
 }
 
 // run executes capctl with args and returns the process exit code.
@@ -133,22 +200,11 @@ func runWithPlugins(ctx context.Context, args []string, io *iostreams.IOStreams,
 	}
 	fmt.Fprintf(io.ErrOut, "Error: %v\n", err)
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsageError(err) {
+	if errors.As(err, &ue) {
 		if cmd == nil {
 			cmd = root
 		}
 		fmt.Fprintf(io.ErrOut, "\n%s", cmd.UsageString())
 	}
 	return 1
-}
-
-// isCobraUsageError recognises cobra's own argument errors, which it returns as plain errors.
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "requires exactly", "invalid argument", "none of the others can be"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/iostreams"
 )
@@ -76,5 +79,79 @@ func TestUsageErrors(t *testing.T) {
 	_, errOut, code = runCapctl(t, "version", "--no-such-flag")
 	if code == 0 || !strings.Contains(errOut, "unknown flag") || !strings.Contains(errOut, "Usage:") {
 		t.Errorf("unknown flag: %d %s", code, errOut)
+	}
+}
+
+// walkCommands calls fn for every command of capctl's tree, the root first.
+func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walkCommands(sub, fn)
+	}
+}
+
+// TestEveryParentBehavesAlike: every command with subcommands, run without one, prints its help
+// on stdout and exits 0 (as clusterctl's parents do); a word that names no subcommand is a usage
+// error naming it, with the usage.
+func TestEveryParentBehavesAlike(t *testing.T) {
+	io, _, _, _ := iostreams.Test()
+	var parents [][]string
+	walkCommands(newRootCmd(newFactory(io)), func(c *cobra.Command) {
+		if c.Annotations[parentAnnotation] != "" {
+			parents = append(parents, strings.Fields(c.CommandPath())[1:])
+		}
+	})
+	if len(parents) < 10 {
+		t.Fatalf("only %d parents found: %v", len(parents), parents)
+	}
+	for _, p := range parents {
+		path := strings.Join(append([]string{"capctl"}, p...), " ")
+		out, errOut, code := runCapctl(t, p...)
+		if code != 0 || errOut != "" || !strings.Contains(out, "Usage:\n") || !strings.Contains(out, "\n  "+path+" [command]\n") {
+			t.Errorf("capctl %s: exit %d, stderr %q, stdout %q", strings.Join(p, " "), code, errOut, out)
+		}
+		out, errOut, code = runCapctl(t, append(p, "no-such-subcommand")...)
+		want := `unknown command "no-such-subcommand" for "` + path + `"`
+		if code != 1 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "Usage:") {
+			t.Errorf("capctl %s no-such-subcommand: exit %d, stdout %q, stderr %q", strings.Join(p, " "), code, out, errOut)
+		}
+	}
+}
+
+// TestInvocationErrorsAreTypedUsageErrors: cobra's own checks (argument counts and values, flag
+// values, exclusive flags) end as usageError, whatever their text; an error of a command's run
+// that merely reads like one ("invalid argument") is not.
+func TestInvocationErrorsAreTypedUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"version", "extra"},
+		{"get", "kubeconfig"},
+		{"completion", "tcsh"},
+		{"version", "--no-such-flag"},
+		{"describe", "clusters", "-n", "a", "-A"},
+	} {
+		_, errOut, code := runCapctl(t, args...)
+		if code != 1 || !strings.Contains(errOut, "Usage:") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	io, _, _, _ := iostreams.Test()
+	root := newRootCmd(newFactory(io))
+	cmd, _, err := root.Find([]string{"version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue usageError
+	if err := cmd.Args(cmd, []string{"x"}); !errors.As(err, &ue) {
+		t.Errorf("version x: %T %v, want a usageError", err, err)
+	}
+	if err := cmd.Args(cmd, nil); err != nil {
+		t.Errorf("version: %v", err)
+	}
+	run := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return errors.New("invalid argument from the server") }}
+	applyInvocationRules(run)
+	run.SetOut(io.Out)
+	run.SetErr(io.ErrOut)
+	if err := run.Execute(); err == nil || errors.As(err, &ue) {
+		t.Errorf("a run error became a usage error: %v", err)
 	}
 }

@@ -28,8 +28,6 @@ func newCmdUpgrade(f *factory) *cobra.Command {
 		Long: strings.TrimSpace(`
 Plan and apply upgrades of the providers of a management cluster, and plan the Kubernetes
 upgrades of its workload clusters.`),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdUpgradePlan(f, nil), newCmdUpgradeApply(f, nil), newCmdUpgradeHistory(f, nil))
 	return cmd
