@@ -105,6 +105,9 @@ func (o *RolloutOptions) request() rollout.Request {
 
 // Validate checks arguments and flags before the management cluster is contacted.
 func (o *RolloutOptions) Validate() error {
+	if err := validateNamespace(o.Namespace); err != nil {
+		return err
+	}
 	req := o.request()
 	if err := req.Validate(); err != nil {
 		return usageError{err}

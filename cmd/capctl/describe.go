@@ -79,6 +79,9 @@ view is partial and the exit code is 3 (0 otherwise).`),
 				o.Color = &color
 			}
 			// Validate everything before touching the cluster.
+			if err := validateClusterRef(o.Describe.Name, o.Describe.Namespace); err != nil {
+				return err
+			}
 			if err := describe.ValidateShowConditions(o.Describe.ShowConditions); err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -174,8 +177,8 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
   capctl describe clusters -A --contexts eu-1,us-1 -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.AllNamespaces && cmd.Flags().Changed("namespace") {
-				return usageErrorf("--all-namespaces and --namespace cannot be used together")
+			if err := validateNamespace(o.Namespace); err != nil {
+				return err
 			}
 			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
 				return err
@@ -189,8 +192,7 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 			return o.run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to list (default: the kubeconfig context's namespace)")
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List clusters of every namespace")
+	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace to list (default: the kubeconfig context's namespace)", "List clusters of every namespace")
 	addFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
 	cmd.Flags().BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	addContextsFlags(cmd, &o.Contexts)

@@ -203,9 +203,6 @@ read), 1 the diagnosis itself failed.`),
 			if cmd.Flags().Changed("color") {
 				o.Color = &color
 			}
-			if o.AllNamespaces && cmd.Flags().Changed("namespace") {
-				return usageErrorf("--all-namespaces and --namespace cannot be used together")
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -219,8 +216,7 @@ read), 1 the diagnosis itself failed.`),
 		},
 	}
 	addContextsFlags(cmd, &o.Contexts)
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace to diagnose (default: the kubeconfig context's namespace)")
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose the clusters of every namespace")
+	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace to diagnose (default: the kubeconfig context's namespace)", "Diagnose the clusters of every namespace")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
 	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/logging"
@@ -180,23 +178,3 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
-
-// validateClusterRef refuses a cluster name or namespace that cannot name an object, before any
-// cluster is contacted: the one check of the commands that take a workload cluster's name.
-func validateClusterRef(name, namespace string) error {
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return usageErrorf("invalid cluster name %q: %s", name, strings.Join(errs, "; "))
-	}
-	return validateNamespace(namespace)
-}
-
-// validateNamespace refuses a namespace flag that is set but not a valid namespace name.
-func validateNamespace(namespace string) error {
-	if namespace == "" {
-		return nil
-	}
-	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return usageErrorf("invalid namespace %q: %s", namespace, strings.Join(errs, "; "))
-	}
-	return nil
-}

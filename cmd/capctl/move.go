@@ -104,8 +104,7 @@ contract than the source is refused.`),
 	fl := cmd.Flags()
 	fl.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "Path to the kubeconfig file of the target management cluster")
 	fl.StringVar(&o.toContext, "to-kubeconfig-context", "", "Context of the target management cluster in --to-kubeconfig. If unspecified, its current context")
-	fl.StringVarP(&o.namespace, "namespace", "n", "", "Namespace to move from. If unspecified, the namespace of the source context")
-	fl.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Move from every namespace")
+	addNamespaceFlags(cmd, &o.namespace, &o.allNamespaces, "Namespace to move from. If unspecified, the namespace of the source context", "Move from every namespace")
 	fl.StringArrayVar(&o.clusters, "cluster", nil, "Move only this Cluster's objects (repeatable; NAME, or NAMESPACE/NAME; with -A a NAME used in several namespaces is refused). ClusterClasses it uses are copied, not removed")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "Print the object graph and the order of the move, and any unfinished move; write nothing")
 	fl.StringVar(&o.toDirectory, "to-directory", "", "Write the objects to this (new or empty) directory instead of a cluster")
@@ -128,6 +127,9 @@ contract than the source is refused.`),
 func (o *moveOptions) complete(f *factory) error {
 	if o.fromDirectory != "" && f.global.kubeconfig != "" {
 		return usageErrorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
+	}
+	if err := validateNamespace(o.namespace); err != nil {
+		return err
 	}
 	if o.blockMoveTimeout <= 0 {
 		return usageErrorf("--block-move-timeout must be positive")

@@ -32,7 +32,7 @@ func TestMoveFlagValidation(t *testing.T) {
 		{[]string{"move", "--from-directory", "d", "--to-directory", "e"}, "cannot be used together"},
 		{[]string{"move", "--from-directory", "d", "--kubeconfig", "k", "--to-kubeconfig", "t"}, "--kubeconfig"},
 		{[]string{"move", "--from-directory", "d"}, "--to-kubeconfig"},
-		{[]string{"move", "-A", "-n", "x", "--dry-run"}, "cannot be used together"},
+		{[]string{"move", "-A", "-n", "x", "--dry-run"}, "[namespace all-namespaces] are set none of the others can be"},
 		{[]string{"move", "--dry-run", "--resume"}, "--resume"},
 		{[]string{"move", "--dry-run", "--cluster", "a/b/c"}, "invalid --cluster"},
 		{[]string{"move", "--dry-run", "-o", "xml"}, "invalid output format"},

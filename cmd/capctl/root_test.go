@@ -155,3 +155,33 @@ func TestInvocationErrorsAreTypedUsageErrors(t *testing.T) {
 		t.Errorf("a run error became a usage error: %v", err)
 	}
 }
+
+// TestSharedNamespaceRules: -n with -A, and a namespace that is no valid name, are usage errors
+// before any cluster is contacted, on every command that takes them.
+func TestSharedNamespaceRules(t *testing.T) {
+	for _, args := range [][]string{
+		{"describe", "cluster", "c", "-n", "Bad_NS"},
+		{"describe", "cluster", "Bad_Name"},
+		{"describe", "clusters", "-n", "Bad_NS"},
+		{"diagnose", "clusters", "-n", "Bad_NS"},
+		{"move", "-n", "Bad_NS", "--dry-run"},
+		{"alpha", "rollout", "pause", "machinedeployment/md", "-n", "Bad_NS"},
+		{"upgrade", "plan", "--kubernetes-version", "v1.35.1", "-n", "Bad_NS"},
+	} {
+		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", "/nonexistent/kubeconfig")...)
+		if code != 1 || !strings.Contains(errOut, "Bad_") || !strings.Contains(errOut, "Usage:") || strings.Contains(errOut, "nonexistent") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"describe", "clusters", "-A", "-n", "x"},
+		{"diagnose", "clusters", "-A", "-n", "x"},
+		{"move", "-A", "-n", "x", "--dry-run"},
+		{"upgrade", "plan", "--kubernetes-version", "v1.35.1", "-A", "-n", "x"},
+	} {
+		_, errOut, code := runCapctl(t, append(args, "--kubeconfig", "/nonexistent/kubeconfig")...)
+		if code != 1 || !strings.Contains(errOut, "[namespace all-namespaces] are set none of the others can be") || !strings.Contains(errOut, "Usage:") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}

@@ -468,8 +468,7 @@ func (o *UpgradeApplyOptions) checkWorkloadOnly(cmd *cobra.Command, flag string)
 // addFleetSelectionFlags adds the flags that pick the clusters of a fleet plan or apply.
 func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection, all *bool) {
 	fl := cmd.Flags()
-	fl.StringVarP(&sel.Namespace, "namespace", "n", "", "With --kubernetes-version: only the clusters of this namespace (default: every namespace)")
-	fl.BoolVarP(all, "all-namespaces", "A", false, "With --kubernetes-version: the clusters of every namespace (the default)")
+	addNamespaceFlags(cmd, &sel.Namespace, all, "With --kubernetes-version: only the clusters of this namespace (default: every namespace)", "With --kubernetes-version: the clusters of every namespace (the default)")
 	fl.StringVarP(&sel.Selector, "selector", "l", "", "With --kubernetes-version: only the clusters matching this label selector")
 }
 
@@ -484,10 +483,7 @@ func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string, all bool)
 		}
 		return nil
 	}
-	if all && fl.Changed("namespace") {
-		return usageErrorf("--all-namespaces and --namespace cannot be used together")
-	}
-	return nil
+	return validateNamespace(fl.Lookup("namespace").Value.String())
 }
 
 // complete builds the upgrade request from the flags and checks it, before any cluster call.
