@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -125,51 +123,5 @@ func (o *RolloutOptions) Run(cmd *cobra.Command, f *factory) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return writeRolloutText(w, res) })
-}
-
-var rolloutVerbs = map[rollout.Action]string{rollout.Restart: "restarted", rollout.Pause: "paused", rollout.Resume: "resumed"}
-
-// writeRolloutText prints, per resource, what was done and, for a restart, a describe-style tree
-// of the Machines that will be replaced.
-func writeRolloutText(w io.Writer, res *rollout.Result) error {
-	for _, t := range res.Items {
-		verb := rolloutVerbs[res.Action]
-		if res.DryRun {
-			verb = "would be " + verb + " (dry run)"
-		}
-		line := fmt.Sprintf("%s %s", t.Ref, verb)
-		if res.Action == rollout.Restart {
-			line += fmt.Sprintf(", rollout after %s", res.Time)
-		}
-		fmt.Fprintln(w, line)
-		if res.Action != rollout.Restart {
-			continue
-		}
-		what := fmt.Sprintf("%s %s/%s", t.Kind, t.Namespace, t.Name)
-		if t.Cluster != "" {
-			what += " (cluster " + t.Cluster + ")"
-		}
-		switch len(t.Machines) {
-		case 0:
-			fmt.Fprintf(w, "└─%s: no Machines yet, nothing to replace\n", what)
-			continue
-		case 1:
-			fmt.Fprintf(w, "└─%s: 1 Machine will be replaced\n", what)
-		default:
-			fmt.Fprintf(w, "└─%s: %d Machines will be replaced\n", what, len(t.Machines))
-		}
-		table := output.NewTable(w, "  MACHINE", "PHASE", "VERSION", "NODE")
-		for i, m := range t.Machines {
-			branch := "  ├─"
-			if i == len(t.Machines)-1 {
-				branch = "  └─"
-			}
-			table.Row(branch+m.Name, m.Phase, m.Version, m.Node)
-		}
-		if err := table.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return output.Render(o.IO.Out, o.Output, res, res.WriteText)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -47,30 +46,5 @@ func TestRolloutOptions(t *testing.T) {
 			got.All != tc.want.All || got.Cluster != tc.want.Cluster || got.Selector != tc.want.Selector || got.DryRun != tc.want.DryRun || got.Output != tc.want.Output {
 			t.Errorf("%v: options %+v, want %+v", tc.args, *got, tc.want)
 		}
-	}
-}
-
-func TestRolloutText(t *testing.T) {
-	res := &rollout.Result{Action: rollout.Restart, DryRun: true, Time: "2026-12-01T09:30:00Z", Items: []rollout.Target{
-		{Ref: "machinedeployment/md-0", Kind: "MachineDeployment", Namespace: "team-a", Name: "md-0", Cluster: "prod-1", Machines: []rollout.Machine{
-			{Name: "md-0-aaaaa", Phase: "Running", Version: "v1.33.1", Node: "md-0-aaaaa"},
-			{Name: "md-0-bb", Phase: "Provisioning", Version: "v1.33.1"},
-		}},
-		{Ref: "kubeadmcontrolplane/cp", Kind: "KubeadmControlPlane", Namespace: "team-a", Name: "cp"},
-	}}
-	var b bytes.Buffer
-	if err := writeRolloutText(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	want := `machinedeployment/md-0 would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
-└─MachineDeployment team-a/md-0 (cluster prod-1): 2 Machines will be replaced
-  MACHINE        PHASE          VERSION   NODE
-  ├─md-0-aaaaa   Running        v1.33.1   md-0-aaaaa
-  └─md-0-bb      Provisioning   v1.33.1
-kubeadmcontrolplane/cp would be restarted (dry run), rollout after 2026-12-01T09:30:00Z
-└─KubeadmControlPlane team-a/cp: no Machines yet, nothing to replace
-`
-	if b.String() != want {
-		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
