@@ -147,7 +147,7 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 				}
 				o.KubernetesVersion = v // 1.34.1 and v1.34.1 alike, as generate cluster accepts them
 			}
-			if err := checkFleetSelection(cmd, o.KubernetesVersion, o.AllNamespaces); err != nil {
+			if err := checkFleetSelection(cmd, o.KubernetesVersion); err != nil {
 				return err
 			}
 			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
@@ -348,7 +348,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 				if err := o.completeFleet(cmd); err != nil {
 					return err
 				}
-			} else if err := checkFleetSelection(cmd, "", false); err != nil {
+			} else if err := checkFleetSelection(cmd, ""); err != nil {
 				return err
 			} else if err := o.complete(); err != nil {
 				return err
@@ -403,7 +403,7 @@ func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
 		return usageError{err}
 	}
 	o.kubernetesVersion = v
-	if err := checkFleetSelection(cmd, o.kubernetesVersion, o.AllNamespaces); err != nil {
+	if err := checkFleetSelection(cmd, o.kubernetesVersion); err != nil {
 		return err
 	}
 	if err := o.checkWorkloadOnly(cmd, "--kubernetes-version"); err != nil {
@@ -472,8 +472,8 @@ func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection
 	fl.StringVarP(&sel.Selector, "selector", "l", "", "With --kubernetes-version: only the clusters matching this label selector")
 }
 
-// checkFleetSelection refuses selection flags without --kubernetes-version, and -n with -A.
-func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string, all bool) error {
+// checkFleetSelection refuses selection flags without --kubernetes-version, and a namespace that is not a name (-n with -A is refused by cobra, see addNamespaceFlags).
+func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string) error {
 	fl := cmd.Flags()
 	if kubernetesVersion == "" {
 		for _, name := range []string{"namespace", "all-namespaces", "selector"} {
