@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // Side is the cluster a rule applies to.
@@ -89,8 +91,8 @@ var Commands = []Command{
 	}},
 	{Name: "rollout", Rules: []Rule{
 		{Management, "*", []string{EveryRolledKind}, []string{"get", "patch"}, InNamespace, "restart, pause, resume, undo of the objects named (MachineDeployments, control planes)"},
-		{Management, "cluster.x-k8s.io", []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
-		{Management, "cluster.x-k8s.io", []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
+		{Management, contract.Group, []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
+		{Management, contract.Group, []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
 		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},
 	}},
 }

@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/contract"
 )
 
 // ClusterGroupKind is Cluster API's Cluster kind.
-var ClusterGroupKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+var ClusterGroupKind = schema.GroupKind{Group: contract.Group, Kind: "Cluster"}
 
 // ClusterNotFoundError says a Cluster API Cluster does not exist: which clusters do exist in its
 // namespace, and which other namespaces hold a cluster of that name. Every command that looks a

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -34,8 +35,6 @@ const (
 	ControlPlane = "ControlPlane"
 	Workers      = "Workers"
 )
-
-var capiGroup = "cluster.x-k8s.io"
 
 // FleetPlan is the Kubernetes upgrade plan of every workload cluster of a management cluster.
 type FleetPlan struct {
@@ -255,7 +254,7 @@ func ReadFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper) ([]
 	clusters, err := listCAPI(ctx, c, "Cluster")
 	if err != nil {
 		if errors.Is(err, errKindNotServed) {
-			return nil, fmt.Errorf("the management cluster does not serve %s/v1beta2 Clusters: install Cluster API with `capctl init` (or point --kubeconfig at the management cluster)", capiGroup)
+			return nil, fmt.Errorf("the management cluster does not serve %s/v1beta2 Clusters: install Cluster API with `capctl init` (or point --kubeconfig at the management cluster)", contract.Group)
 		}
 		return nil, err
 	}
@@ -329,12 +328,12 @@ var errKindNotServed = errors.New("kind not served")
 
 func listCAPI(ctx context.Context, c client.Reader, kind string) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: capiGroup, Version: "v1beta2", Kind: kind + "List"})
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: contract.Group, Version: "v1beta2", Kind: kind + "List"})
 	if err := c.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return nil, errKindNotServed
 		}
-		return nil, fmt.Errorf("listing %s/v1beta2 %ss: %w", capiGroup, kind, err)
+		return nil, fmt.Errorf("listing %s/v1beta2 %ss: %w", contract.Group, kind, err)
 	}
 	return list.Items, nil
 }

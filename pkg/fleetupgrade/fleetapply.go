@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
@@ -704,7 +705,7 @@ func (a *fleetApplier) poll(ctx context.Context, cu ClusterUpgrade, info Cluster
 	return append(pending, "the last read failed: "+readErr.Error()), err
 }
 
-var capiV1beta2 = schema.GroupVersion{Group: capiGroup, Version: "v1beta2"}
+var capiV1beta2 = schema.GroupVersion{Group: contract.Group, Version: "v1beta2"}
 
 // readState reads the cluster, its control plane, workers and machines.
 func (a *fleetApplier) readState(ctx context.Context, info ClusterInfo, cu ClusterUpgrade) (ClusterState, error) {

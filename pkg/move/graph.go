@@ -186,7 +186,7 @@ func DiscoverTypes(ctx context.Context, c client.Reader) ([]TypeInfo, error) {
 		_, ti.ForceMove = crd.Labels[MoveLabel]
 		_, ti.ForceMoveHierarchy = crd.Labels[MoveHierarchyLabel]
 		switch ti.GVK.GroupKind() {
-		case schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"},
+		case schema.GroupKind{Group: contract.Group, Kind: "Cluster"},
 			schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "ClusterClass"},
 			schema.GroupKind{Group: "addons.cluster.x-k8s.io", Kind: "ClusterResourceSet"}:
 			ti.ForceMoveHierarchy = true
