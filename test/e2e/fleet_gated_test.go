@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,9 +26,10 @@ import (
 // spec change, and changes nothing (resourceVersions compared). A new plan with --canary 1
 // --soak 30s and a --gate-command that fails: the first run loses the canary's infrastructure
 // controller (CAPD scaled to 0) during the soak, which stops it naming the cluster and the new
-// finding; the second, CAPD back, stops at the failing gate with only the canary upgraded; once
-// the gate passes, the same `apply --plan` finishes the other three, and `upgrade history` shows
-// the three runs as they went.
+// finding; the second, CAPD back, stops in the soak when the canary's worker Machine is remediated
+// by its MachineHealthCheck; the third stops at the failing gate with only the canary upgraded;
+// once the gate passes, the same `apply --plan` finishes the other three, and `upgrade history`
+// shows the four runs as they went.
 func TestGatedFleetRolloutLive(t *testing.T) {
 	const (
 		fleetNS = "gated"
@@ -108,10 +110,42 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 		e.waitAvailable(mgmt, fleetNS, name, 5*time.Minute)
 	}
 
-	// Second run, CAPD back: the soak passes, and the gate fails.
+	// Second run, CAPD back: during the soak the canary's worker Machine is given to its
+	// MachineHealthCheck for remediation (the remediate-machine annotation, which every
+	// MachineHealthCheck honours): the MachineHealthCheck marks it, its MachineSet replaces it,
+	// and the soak stops the rollout naming the canary.
+	start = time.Now()
+	run = e.startCapctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
+	if !run.waitOutput("Wave canary: soaking 30s", 8*time.Minute) {
+		run.wait()
+		t.Fatal("the second run never reached the canary's soak")
+	}
+	time.Sleep(5 * time.Second) // past the soak's first look
+	worker := markForRemediation(t, mgmt.Client, fleetNS, "g-1")
+	mhcOut, _, err := run.wait()
+	t.Logf("second run (stopped in the soak by a remediation): %s", time.Since(start).Round(time.Second))
+	if err == nil {
+		t.Fatalf("the soak did not stop the rollout when the canary's Machine %s was remediated:\n%s", worker, mhcOut)
+	}
+	mhcRep := fleetReport(t, mhcOut)
+	// The soak looks every 3 s: it sees the Machine marked (HealthCheckSucceeded, OwnerRemediated)
+	// or, when the MachineSet was quicker, the cluster no longer Available without its worker.
+	if mhcRep.Stop == nil || mhcRep.Stop.Gate != fleetupgrade.GateSoak || !strings.Contains(mhcRep.Stop.Reason, "cluster gated/g-1 ") ||
+		!(strings.Contains(mhcRep.Stop.Reason, "Machine "+worker+" ") || strings.Contains(mhcRep.Stop.Reason, "stopped being Available")) {
+		t.Fatalf("soak stop %+v: want the canary gated/g-1 named with its remediated Machine %s (or its lost availability)", mhcRep.Stop, worker)
+	}
+	t.Logf("soak stop: %s; evidence: %s", mhcRep.Stop.Reason, strings.Join(mhcRep.Stop.Details, "; "))
+	waitFor(t, 5*time.Minute, "the remediated Machine "+worker+" to be replaced", func() bool {
+		m := &unstructured.Unstructured{}
+		m.SetGroupVersionKind(machineGVK)
+		return apierrors.IsNotFound(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: fleetNS, Name: worker}, m))
+	})
+	e.waitAvailable(mgmt, fleetNS, "g-1", 5*time.Minute)
+
+	// Third run: the soak passes, and the gate fails.
 	start = time.Now()
 	out, err = e.capctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
-	t.Logf("second run: %s", time.Since(start).Round(time.Second))
+	t.Logf("third run: %s", time.Since(start).Round(time.Second))
 	if err == nil {
 		t.Fatalf("the failing gate did not stop the rollout:\n%s", out)
 	}
@@ -134,7 +168,7 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	}
 	start = time.Now()
 	out = e.mustCapctl(mgmt, "upgrade", "apply", "--plan", path, "--timeout", "8m", "-o", "json")
-	t.Logf("third run: %s", time.Since(start).Round(time.Second))
+	t.Logf("fourth run: %s", time.Since(start).Round(time.Second))
 	rep2 := fleetReport(t, out)
 	for _, w := range rep2.Waves {
 		for _, c := range w.Clusters {
@@ -143,13 +177,13 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 				want = fleetupgrade.ResultUpToDate
 			}
 			if c.Result != want {
-				t.Errorf("second run: %s %s, want %s", c.Name, c.Result, want)
+				t.Errorf("fourth run: %s %s, want %s", c.Name, c.Result, want)
 			}
 		}
 	}
 	for name, v := range clusterMachineVersions(t, mgmt.Client, fleetNS) {
 		if v != target {
-			t.Errorf("%s's Machines at %s after the second run", name, v)
+			t.Errorf("%s's Machines at %s after the fourth run", name, v)
 		}
 	}
 
@@ -158,21 +192,45 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.mustCapctl(mgmt, "upgrade", "history", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 3 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[2].Name != soakRep.Record {
-		t.Fatalf("history %+v, want the third, second and first runs", recs)
+	if len(recs) != 4 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[2].Name != mhcRep.Record || recs[3].Name != soakRep.Record {
+		t.Fatalf("history %+v, want the fourth, third, second and first runs", recs)
 	}
-	if recs[2].State != fleetupgrade.RolloutStopped || recs[2].Stop == nil || recs[2].Stop.Gate != fleetupgrade.GateSoak ||
-		recs[2].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpgraded || recs[2].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
-		t.Errorf("first run's record %+v: want stopped by the soak", recs[2])
+	if recs[3].State != fleetupgrade.RolloutStopped || recs[3].Stop == nil || recs[3].Stop.Gate != fleetupgrade.GateSoak ||
+		recs[3].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpgraded || recs[3].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
+		t.Errorf("first run's record %+v: want stopped by the soak", recs[3])
+	}
+	if recs[2].State != fleetupgrade.RolloutStopped || recs[2].Stop == nil || recs[2].Stop.Gate != fleetupgrade.GateSoak || recs[2].Stop.Reason != mhcRep.Stop.Reason ||
+		recs[2].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpToDate || recs[2].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
+		t.Errorf("second run's record %+v: want stopped by the soak at the remediation", recs[2])
 	}
 	if recs[1].State != fleetupgrade.RolloutStopped || recs[1].Stop == nil || recs[1].Stop.Gate != fleetupgrade.GateCommand || recs[1].PlanDigest == "" ||
 		recs[1].Waves[0].Clusters[0].Result != fleetupgrade.ResultUpToDate || recs[1].Waves[1].Clusters[0].Result != fleetupgrade.ResultNotStarted {
-		t.Errorf("second run's record %+v", recs[1])
+		t.Errorf("third run's record %+v", recs[1])
 	}
 	if recs[0].State != fleetupgrade.RolloutSucceeded || recs[0].PlanDigest != recs[1].PlanDigest || recs[0].User == "" {
-		t.Errorf("third run's record %+v", recs[0])
+		t.Errorf("fourth run's record %+v", recs[0])
 	}
 	e.mustCapctl(mgmt, "upgrade", "history", rep.Record)
+}
+
+// markForRemediation gives the worker Machine of cluster ns/name to its MachineHealthCheck with
+// Cluster API's remediate-machine annotation, and returns the Machine's name.
+func markForRemediation(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{fleetupgrade.ClusterNameLabel: name}, client.HasLabels{"cluster.x-k8s.io/deployment-name"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatalf("cluster %s/%s has no worker Machine", ns, name)
+	}
+	m := &list.Items[0]
+	patch := `{"metadata":{"annotations":{"cluster.x-k8s.io/remediate-machine":""}}}`
+	if err := c.Patch(context.Background(), m, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetName()
 }
 
 func setPaused(t *testing.T, c client.Client, ns, name string, paused bool) {
