@@ -370,7 +370,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(upgrade.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
-	fl.StringVar(&o.plan, "plan", "", "Apply exactly the plan saved by `upgrade plan --kubernetes-version ... --save` (it gives the version, the selection and the rollout)")
+	fl.StringVar(&o.plan, "plan", "", "Apply exactly the `file` saved by upgrade plan --kubernetes-version ... --save (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
 	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
 	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
