@@ -99,13 +99,7 @@ func ClustersEach(ctx context.Context, members []multicluster.Member, opts Fleet
 		if a.Healthy != b.Healthy {
 			return !a.Healthy
 		}
-		if a.ManagementCluster != b.ManagementCluster {
-			return a.ManagementCluster < b.ManagementCluster
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+		return multicluster.ComparePlace(a.ManagementCluster, a.Namespace, a.Name, b.ManagementCluster, b.Namespace, b.Name) < 0
 	})
 	v.ManagementClusters = multicluster.Summaries(results)
 	return v

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
@@ -403,13 +404,8 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 	}
 	for _, w := range waves {
 		sort.Slice(w.Clusters, func(i, j int) bool {
-			if w.Clusters[i].ManagementCluster != w.Clusters[j].ManagementCluster {
-				return w.Clusters[i].ManagementCluster < w.Clusters[j].ManagementCluster
-			}
-			if w.Clusters[i].Namespace != w.Clusters[j].Namespace {
-				return w.Clusters[i].Namespace < w.Clusters[j].Namespace
-			}
-			return w.Clusters[i].Name < w.Clusters[j].Name
+			a, b := &w.Clusters[i], &w.Clusters[j]
+			return multicluster.ComparePlace(a.ManagementCluster, a.Namespace, a.Name, b.ManagementCluster, b.Namespace, b.Name) < 0
 		})
 		plan.Waves = append(plan.Waves, *w)
 	}
@@ -421,13 +417,8 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 		return *a < *b
 	})
 	sort.Slice(plan.Unplannable, func(i, j int) bool {
-		if plan.Unplannable[i].ManagementCluster != plan.Unplannable[j].ManagementCluster {
-			return plan.Unplannable[i].ManagementCluster < plan.Unplannable[j].ManagementCluster
-		}
-		if plan.Unplannable[i].Namespace != plan.Unplannable[j].Namespace {
-			return plan.Unplannable[i].Namespace < plan.Unplannable[j].Namespace
-		}
-		return plan.Unplannable[i].Name < plan.Unplannable[j].Name
+		a, b := &plan.Unplannable[i], &plan.Unplannable[j]
+		return multicluster.ComparePlace(a.ManagementCluster, a.Namespace, a.Name, b.ManagementCluster, b.Namespace, b.Name) < 0
 	})
 	return plan, nil
 }

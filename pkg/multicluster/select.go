@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -64,4 +65,10 @@ func Resolve(kc *cluster.Kubeconfig, s Selection) ([]string, error) {
 		return nil, fmt.Errorf("context %s not found in kubeconfig %s (contexts: %s); check --contexts", strings.Join(unknown, ", "), kc.Files, have)
 	}
 	return append([]string(nil), s.Contexts...), nil
+}
+
+// ComparePlace orders clusters as every fleet table and wave lists them: by management cluster
+// (its context name), then namespace, then name.
+func ComparePlace(aMgmt, aNS, aName, bMgmt, bNS, bName string) int {
+	return cmp.Or(cmp.Compare(aMgmt, bMgmt), cmp.Compare(aNS, bNS), cmp.Compare(aName, bName))
 }
