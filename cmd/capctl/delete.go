@@ -118,15 +118,18 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 	structured := o.Output.Structured()
 	switch {
 	case !structured:
-		renderDeletePlan(o.IO.Out, plan)
+		err = deletion.RenderPlan(o.IO.Out, plan)
 	case !o.Yes && !o.DryRun:
 		// The plan goes to stderr as a table for whoever confirms; stdout gets one document.
-		renderDeletePlan(o.IO.ErrOut, plan)
+		err = deletion.RenderPlan(o.IO.ErrOut, plan)
+	}
+	if err != nil {
+		return err
 	}
 	if o.DryRun {
 		fmt.Fprintln(o.IO.ErrOut, "Dry run: nothing was deleted.")
 		if structured {
-			if err := output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan}); err != nil {
+			if err := output.WriteStructured(o.IO.Out, o.Output, &deletion.Report{Plan: plan}); err != nil {
 				return err
 			}
 		}
@@ -149,13 +152,15 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 		}
 		progress.Count("Deleting objects", done, total)
 	})
-	if structured {
-		if perr := output.WriteStructured(o.IO.Out, o.Output, deleteReport{Plan: plan, Result: res}); perr != nil && err == nil {
+	rep := &deletion.Report{Plan: plan, Result: res}
+	if perr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return rep.WriteText(w, err) }); perr != nil && err == nil {
+		err = perr
+	}
+	if !structured {
+		if perr := res.WriteCounts(o.IO.ErrOut); perr != nil && err == nil {
 			err = perr
 		}
-		return err
 	}
-	renderDeleteResult(o, plan, res, err)
 	return err
 }
 
@@ -175,25 +180,6 @@ func (o *DeleteOptions) confirm(plan *deletion.Plan) error {
 		return fmt.Errorf("aborted: nothing was deleted")
 	}
 	return nil
-}
-
-func renderDeleteResult(o *DeleteOptions, plan *deletion.Plan, res *deletion.Result, runErr error) {
-	if res == nil {
-		return
-	}
-	for _, p := range res.InventoryRemoved {
-		fmt.Fprintf(o.IO.Out, "Deleted provider %s %s from namespace %s\n", p.ManifestLabel(), p.Version, p.Namespace)
-	}
-	if plan.CertManager.Deleted && runErr == nil {
-		fmt.Fprintln(o.IO.Out, "Deleted cert-manager")
-	}
-	fmt.Fprintf(o.IO.ErrOut, "%d object(s) deleted, %d already gone\n", res.Deleted, res.AlreadyGone)
-}
-
-// deleteReport is the -o json|yaml document.
-type deleteReport struct {
-	Plan   *deletion.Plan   `json:"plan"`
-	Result *deletion.Result `json:"result,omitempty"`
 }
 
 func plural(n int, one, many string) string {
@@ -218,71 +204,4 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
-}
-
-// renderDeletePlan prints one row per provider (what goes, what stays), the objects per kind,
-// cert-manager's fate and any warnings.
-func renderDeletePlan(w io.Writer, plan *deletion.Plan) {
-	t := output.NewTable(w, "PROVIDER", "TYPE", "VERSION", "NAMESPACE", "OBJECTS TO DELETE", "CRDS")
-	for _, pp := range plan.Providers {
-		crds := "kept"
-		if n := len(pp.KeptCRDs); n > 0 {
-			crds = fmt.Sprintf("%d kept", n)
-		}
-		nCRD := 0
-		for _, o := range pp.Delete {
-			if o.Kind == "CustomResourceDefinition" {
-				nCRD++
-			}
-		}
-		if nCRD > 0 {
-			crds = fmt.Sprintf("%d deleted", nCRD)
-		}
-		ns := pp.Namespace + " (kept)"
-		if pp.NamespaceDeleted {
-			ns = pp.Namespace + " (deleted with all its contents)"
-		}
-		t.Row(pp.Provider.ManifestLabel(), string(pp.Provider.Type), pp.Provider.Version, ns, kindCounts(pp.Delete), crds)
-	}
-	_ = t.Flush()
-	if plan.CertManager.Deleted {
-		fmt.Fprintf(w, "cert-manager: deleted (%s)\n", kindCounts(plan.CertManager.Delete))
-	} else {
-		fmt.Fprintf(w, "cert-manager: %s\n", plan.CertManager.Reason)
-	}
-	for _, pp := range plan.Providers {
-		for _, o := range pp.KeptClusterScoped {
-			fmt.Fprintf(w, "kept %s: %s has several instances and the name is not prefixed with its namespace\n", o, pp.Provider.ManifestLabel())
-		}
-	}
-	if len(plan.Remaining) > 0 {
-		var s []string
-		for _, p := range plan.Remaining {
-			s = append(s, p.Namespace+"/"+p.ManifestLabel())
-		}
-		fmt.Fprintf(w, "Providers that stay installed: %s\n", strings.Join(s, ", "))
-	}
-	for _, warn := range plan.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warn)
-	}
-}
-
-// kindCounts summarises objects as "Deployment 1, Service 2" in deletion order of first appearance.
-func kindCounts(objs []deletion.Object) string {
-	if len(objs) == 0 {
-		return "none"
-	}
-	counts := map[string]int{}
-	var order []string
-	for _, o := range objs {
-		if counts[o.Kind] == 0 {
-			order = append(order, o.Kind)
-		}
-		counts[o.Kind]++
-	}
-	parts := make([]string, 0, len(order))
-	for _, k := range order {
-		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
-	}
-	return strings.Join(parts, ", ")
 }
