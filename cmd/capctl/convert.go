@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,11 +102,11 @@ func (o *ConvertOptions) Run(cmd *cobra.Command) error {
 	}
 	table := o.DryRun || o.InPlace
 	if table {
-		if terr := writeConvertTable(o.IO.Out, rep); terr != nil && err == nil {
+		if terr := rep.WriteTable(o.IO.Out); terr != nil && err == nil {
 			err = terr
 		}
 	} else {
-		writeConvertWarnings(o.IO.ErrOut, rep)
+		_ = rep.WriteWarnings(o.IO.ErrOut)
 	}
 	if err != nil {
 		return err
@@ -124,60 +122,5 @@ func (o *ConvertOptions) Run(cmd *cobra.Command) error {
 			return werr
 		}
 	}
-	conv, unchanged := rep.Counts()
-	verb := "Converted"
-	if o.DryRun {
-		verb = "Would convert"
-	}
-	fmt.Fprintf(o.IO.ErrOut, "%s %d resource(s) to %s. %d resource(s) passed through unchanged.", verb, conv, convert.TargetVersion, unchanged)
-	if n := rep.Warnings(); n > 0 {
-		fmt.Fprintf(o.IO.ErrOut, " %d warning(s).", n)
-	}
-	fmt.Fprintln(o.IO.ErrOut)
-	if o.InPlace {
-		fmt.Fprintf(o.IO.ErrOut, "Rewrote %d file(s).\n", len(rep.Written))
-	}
-	return nil
-}
-
-// writeConvertTable prints one row per Cluster API object (FILE OBJECT FROM → TO WARNINGS), a
-// warning per line.
-func writeConvertTable(w io.Writer, rep *convert.Report) error {
-	var rows [][]string
-	for _, f := range rep.Files {
-		for _, obj := range f.Objects {
-			if obj.Action == convert.NotCAPI && obj.Error == "" {
-				continue
-			}
-			change := obj.From + " → " + obj.To
-			if obj.Action != convert.Converted {
-				change += " (" + obj.Action + ")"
-			}
-			notes := append([]string(nil), obj.Warnings...)
-			if obj.Error != "" {
-				notes = append([]string{"error: " + obj.Error}, notes...)
-			}
-			first := ""
-			if len(notes) > 0 {
-				first = notes[0]
-			}
-			rows = append(rows, []string{fmt.Sprintf("%s:%d", f.Path, obj.Line), obj.Object(), change, first})
-			for _, n := range notes[min(1, len(notes)):] {
-				rows = append(rows, []string{"", "", "", n})
-			}
-		}
-	}
-	return output.WriteTable(w, []string{"FILE", "OBJECT", "FROM → TO", "WARNINGS"}, rows)
-}
-
-// writeConvertWarnings prints the warnings of a single-file conversion on stderr, as
-// "Warning: OBJECT: TEXT".
-func writeConvertWarnings(w io.Writer, rep *convert.Report) {
-	for _, f := range rep.Files {
-		for _, obj := range f.Objects {
-			for _, warn := range obj.Warnings {
-				fmt.Fprintf(w, "Warning: %s (line %d): %s\n", obj.Object(), obj.Line, warn)
-			}
-		}
-	}
+	return rep.WriteSummary(o.IO.ErrOut, o.DryRun, o.InPlace)
 }
