@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -186,187 +184,21 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 		return output.Render(f.IO.Out, o.output, res.Abandoned, res.Abandoned.WriteText)
 	}
 	if res.Plan != nil || (o.dryRun && len(res.Pending) > 0) {
-		if perr := o.renderPlan(f.IO.Out, res); perr != nil {
+		if perr := output.Render(f.IO.Out, o.output, move.NewPlanView(res), func(w io.Writer) error { return move.RenderPlan(w, res) }); perr != nil {
 			return perr
 		}
 		return err
 	}
-	var headline string
-	switch {
-	case o.fromDirectory != "":
-		headline = fmt.Sprintf("Restored %%d objects from %s into %s", res.Source, res.Target)
-	case o.toDirectory != "":
-		headline = fmt.Sprintf("Wrote %%d objects from %s (%s) to %s", res.Source, res.Report.Scope, res.Target)
-	default:
-		headline = fmt.Sprintf("Moved %%d objects from %s to %s", res.Source, res.Target)
-	}
-	return o.finish(f, res.Report, err, headline)
-}
-
-func (o *moveOptions) finish(f *factory, rep *move.Report, runErr error, headline string) error {
+	rep := res.Report
 	if rep == nil {
-		return runErr
+		return err
 	}
-	if o.output.Structured() {
-		if err := output.WriteStructured(f.IO.Out, o.output, rep); err != nil {
-			return err
-		}
-		return runErr
+	view := move.ReportText{Result: res, FromDirectory: o.fromDirectory != "", ToDirectory: o.toDirectory != "", Err: err}
+	if perr := output.Render(f.IO.Out, o.output, rep, view.WriteText); perr != nil {
+		return perr
 	}
-	w := f.IO.Out
-	if runErr == nil {
-		// The counts are what this run did, not what it planned.
-		n := rep.Created + rep.Updated + rep.AlreadyPresent
-		if o.toDirectory != "" {
-			n = rep.Written
-		}
-		fmt.Fprintf(w, headline+" in %.1fs (%d Clusters, %d ClusterClasses; API requests: source %d, target %d).\n",
-			n, rep.Seconds, len(rep.Clusters), len(rep.ClusterClasses), rep.SourceRequests, rep.TargetRequests)
-		if o.toDirectory == "" && (rep.Updated > 0 || rep.AlreadyPresent > 0) {
-			fmt.Fprintf(w, "In the target: %d created, %d brought back to their pre-move copy, %d already there as they should be.\n", rep.Created, rep.Updated, rep.AlreadyPresent)
-		}
-		if o.toDirectory == "" && o.fromDirectory == "" {
-			fmt.Fprintf(w, "Deleted from the source: %d", rep.Deleted)
-			if rep.AlreadyDeleted > 0 {
-				fmt.Fprintf(w, " (and %d an earlier run had deleted)", rep.AlreadyDeleted)
-			}
-			fmt.Fprintln(w, ".")
-		}
-		if rep.Resumed {
-			fmt.Fprintf(w, "This run finished the unfinished move %s.\n", rep.MoveID)
-		}
-		if rep.KeptInSource > 0 && o.fromDirectory == "" {
-			fmt.Fprintf(w, "%d objects were copied and kept in the source (shared ClusterClasses and their templates, global objects).\n", rep.KeptInSource)
-		}
-		if len(rep.UserPaused) > 0 {
-			fmt.Fprintf(w, "Still paused, as their users left them: %s\n", strings.Join(rep.UserPaused, ", "))
-		}
-		if rep.Verified {
-			fmt.Fprintf(w, "Verified: before anything was deleted, the target held the same %d objects as the source before the move (kinds, names, labels, annotations, finalizers, owners, spec, data).\n", rep.Objects)
-		}
+	if !o.output.Structured() {
+		_ = rep.WriteDifferences(f.IO.ErrOut)
 	}
-	if rep.Contracts.Jump() {
-		fmt.Fprintf(w, "Contract %s: %d objects converted to the target's versions.\n", rep.Contracts, len(rep.Conversions))
-		for _, l := range move.Lost(rep.Conversions) {
-			fmt.Fprintf(w, "  lost (accepted): %s\n", l)
-		}
-	}
-	if rep.Settle != nil {
-		move.WriteSettle(w, rep.Settle)
-	}
-	renderExcluded(w, rep.Excluded, rep.Warnings)
-	if len(rep.Differences) > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "The target differs from the objects as they were before the move:\n")
-		for _, d := range rep.Differences {
-			fmt.Fprintf(f.IO.ErrOut, "  %s: %s\n", d.Object, d.Problem)
-		}
-	}
-	return runErr
-}
-
-func renderExcluded(w io.Writer, excluded []move.Exclusion, warnings []string) {
-	if len(excluded) > 0 {
-		fmt.Fprintf(w, "Not moved (%d):\n", len(excluded))
-		for _, e := range excluded {
-			fmt.Fprintf(w, "  %s: %s\n", e.Object, e.Reason)
-		}
-	}
-	for _, warn := range warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warn)
-	}
-}
-
-// planView is the dry-run output for machines.
-type planView struct {
-	Source   string              `json:"source"`
-	Objects  int                 `json:"objects"`
-	Levels   [][]move.Ref        `json:"levels"`
-	Clusters map[string][]string `json:"clusters"`
-	Excluded []move.Exclusion    `json:"excluded,omitempty"`
-	Warnings []string            `json:"warnings,omitempty"`
-	Pending  []move.Unfinished   `json:"unfinished,omitempty"`
-	// Contracts and Conversions: with --to-kubeconfig, what the target's versions need.
-	Contracts   *move.Contracts   `json:"contracts,omitempty"`
-	Conversions []move.Conversion `json:"conversions,omitempty"`
-}
-
-func (o *moveOptions) renderPlan(w io.Writer, res *move.Result) error {
-	pv := planView{Source: res.PlanSource, Clusters: map[string][]string{}, Pending: res.Pending, Conversions: res.Conversions}
-	if res.Contracts.Target != "" {
-		pv.Contracts = &res.Contracts
-	}
-	g := res.Plan
-	if g != nil {
-		pv.Objects, pv.Excluded, pv.Warnings = g.Count(), g.Excluded, g.Warnings
-		for _, level := range g.Order {
-			var refs []move.Ref
-			for _, n := range level {
-				refs = append(refs, n.Ref)
-				group := n.Cluster
-				if group == "" {
-					group = "(no cluster)"
-				}
-				pv.Clusters[group] = append(pv.Clusters[group], n.Ref.String()+flags(n))
-			}
-			pv.Levels = append(pv.Levels, refs)
-		}
-	}
-	if o.output.Structured() {
-		return output.WriteStructured(w, o.output, pv)
-	}
-	for _, p := range res.Pending {
-		fmt.Fprintf(w, "Unfinished: %s (journal %s/%s).\n", p, p.Namespace, move.JournalName)
-	}
-	if g == nil {
-		return nil
-	}
-	fmt.Fprintf(w, "Dry run: %d objects would move from %s, in %d levels (nothing was written).\n", pv.Objects, pv.Source, len(pv.Levels))
-	var groups []string
-	for k := range pv.Clusters {
-		groups = append(groups, k)
-	}
-	sort.Strings(groups)
-	for _, k := range groups {
-		title := "Cluster " + k
-		if k == "(no cluster)" {
-			title = "Not part of a cluster"
-		}
-		fmt.Fprintf(w, "\n%s (%d objects):\n", title, len(pv.Clusters[k]))
-		for _, line := range pv.Clusters[k] {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-	}
-	fmt.Fprintf(w, "\nOrder (owners first; objects of one level are created together):\n")
-	for i, level := range pv.Levels {
-		counts := map[string]int{}
-		for _, r := range level {
-			counts[r.Kind]++
-		}
-		var kinds []string
-		for k, c := range counts {
-			kinds = append(kinds, fmt.Sprintf("%s×%d", k, c))
-		}
-		sort.Strings(kinds)
-		fmt.Fprintf(w, "  %d. %s\n", i+1, strings.Join(kinds, ", "))
-	}
-	move.WriteConversions(w, res.Contracts, res.Conversions)
-	renderExcluded(w, g.Excluded, g.Warnings)
-	return nil
-}
-
-func flags(n *move.Node) string {
-	var f []string
-	if n.Global {
-		f = append(f, "global: created if absent, never deleted")
-	}
-	if n.KeepInSource {
-		f = append(f, "copied, kept in the source")
-	}
-	if n.UserPaused {
-		f = append(f, "paused by its user: stays paused")
-	}
-	if len(f) == 0 {
-		return ""
-	}
-	return " [" + strings.Join(f, "; ") + "]"
+	return err
 }

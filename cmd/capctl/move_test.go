@@ -192,16 +192,3 @@ func TestMoveOptionsToRequest(t *testing.T) {
 		t.Errorf("--restart-target without --resume: %v", err)
 	}
 }
-
-// TestMoveDryRunShowsUnfinished: a dry run names unfinished moves and backups.
-func TestMoveDryRunShowsUnfinished(t *testing.T) {
-	var out strings.Builder
-	o := &moveOptions{dryRun: true}
-	res := &move.Result{Pending: []move.Unfinished{{MoveID: "backup-x", Namespace: "team-a", Phase: "backup", Directory: "/tmp/bk", Paused: 2, Scope: move.Scope{Namespace: "team-a"}}}}
-	if err := o.renderPlan(&out, res); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "interrupted backup") || !strings.Contains(out.String(), "/tmp/bk") || !strings.Contains(out.String(), "team-a/capctl-move-journal") {
-		t.Errorf("dry run output:\n%s", out.String())
-	}
-}
