@@ -41,8 +41,8 @@ export CAPCTL_CAPI_BINS
 # and the reference clusterctl: every package but the live ones) and e2e (live management
 # clusters). test/e2e comes first so that it, the longest, starts first.
 MODULE            := github.com/capctl/capctl
-E2E_PKGS          ?= ./test/e2e/ ./test/demo/ ./internal/livemgmt/
-INTEGRATION_PKGS  ?= $(filter-out $(MODULE)/test/e2e $(MODULE)/test/demo $(MODULE)/internal/livemgmt,$(shell go list ./...))
+E2E_PKGS          ?= ./test/e2e/ ./test/demo/ ./internal/testing/livemgmt/
+INTEGRATION_PKGS  ?= $(filter-out $(MODULE)/test/e2e $(MODULE)/test/demo $(MODULE)/internal/testing/livemgmt,$(shell go list ./...))
 # -count=1: integration tests depend on API servers and binaries outside Go's test cache, so a
 # cached pass would prove nothing. A timeout per package and tier: a hung test fails in minutes,
 # not at CI's limit.
@@ -88,7 +88,7 @@ unit: ## Run the unit tier: the tests that need no server or binary (go test -sh
 integration: envtest-bins clusterctl-bin operator-plugin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
 	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
-e2e: live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/livemgmt)
+e2e: live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
 	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
-	deletion "github.com/capctl/capctl/pkg/delete"
+	deletion "github.com/capctl/capctl/pkg/deletion"
 	"github.com/capctl/capctl/pkg/provider"
 )
 

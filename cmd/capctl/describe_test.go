@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/describetest"
 	"github.com/capctl/capctl/internal/iostreams"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/describetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // TestDescribeCommands runs `capctl describe cluster|clusters` against one real API server.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/diagnosetest"
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/diagnosetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/diagnose"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"sigs.k8s.io/yaml"

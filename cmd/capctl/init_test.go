@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/installtest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/installtest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/iostreams"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/move"
 	"github.com/capctl/capctl/pkg/provider"

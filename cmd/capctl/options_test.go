@@ -17,7 +17,7 @@ import (
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/contract"
-	deletion "github.com/capctl/capctl/pkg/delete"
+	deletion "github.com/capctl/capctl/pkg/deletion"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/provider"
 )

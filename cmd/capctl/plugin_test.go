@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // scriptPlugin puts an executable shell script named name on a fresh PATH (the folder first,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"

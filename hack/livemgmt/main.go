@@ -1,4 +1,4 @@
-// Command livemgmt starts live management clusters (internal/livemgmt) for the demo and for
+// Command livemgmt starts live management clusters (internal/testing/livemgmt) for the demo and for
 // trying capctl by hand, and keeps them until SIGINT/SIGTERM.
 //
 //	go run ./hack/livemgmt -n 2 -dir /tmp/mgmt
@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 )
 
 func main() {

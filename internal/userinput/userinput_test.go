@@ -3,7 +3,7 @@ package userinput
 import (
 	"context"
 	"errors"
-	"github.com/capctl/capctl/internal/userinput/userinputtest"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"io"
 	"os"
 	"strings"

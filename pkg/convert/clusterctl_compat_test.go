@@ -11,7 +11,7 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/repository"
 )
 

@@ -2,7 +2,7 @@ package convert
 
 import (
 	"context"
-	"github.com/capctl/capctl/internal/userinput/userinputtest"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"strconv"
 	"strings"
 	"testing"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/describetest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/describetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 )

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/describetest"
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/describetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 )

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/describetest"
+	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/pkg/describe"
 )
 

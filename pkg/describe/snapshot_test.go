@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/describetest"
+	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/pkg/describe"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/describetest"
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 )

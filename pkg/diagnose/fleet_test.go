@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/diagnosetest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/diagnosetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/diagnose"
 )
 

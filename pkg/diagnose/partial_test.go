@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capctl/capctl/internal/diagnosetest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/diagnosetest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/diagnose"
 )

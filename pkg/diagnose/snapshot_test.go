@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/diagnosetest"
+	"github.com/capctl/capctl/internal/testing/diagnosetest"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/diagnose"
 )

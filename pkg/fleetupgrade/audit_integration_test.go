@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // TestFleetAuditRecordOnAPIServer: the fleet apply records each rollout in a ConfigMap of

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/versions"
 )
 

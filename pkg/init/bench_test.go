@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/installtest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/installtest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/installtest"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/installtest"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 	"github.com/capctl/capctl/pkg/inventory"
 )

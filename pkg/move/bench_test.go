@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // BenchmarkMoveFleet moves a fleet of N clusters between two real API servers. Each cluster is a

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 

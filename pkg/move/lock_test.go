@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/lease"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // TestPlanReplacement plans replacing the v1beta1 management cluster, first by an empty API

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/userinput"
 )
 

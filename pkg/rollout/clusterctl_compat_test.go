@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // TestClusterctlAgrees runs the reference clusterctl v1.14.2 ($CAPCTL_CLUSTERCTL) and capctl on

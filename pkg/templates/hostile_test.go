@@ -2,7 +2,7 @@ package templates
 
 import (
 	"context"
-	"github.com/capctl/capctl/internal/userinput/userinputtest"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"os"
 	"path/filepath"
 	"strings"

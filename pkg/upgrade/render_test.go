@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/certmanager"
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/install"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/drone/envsubst/v2"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/config"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 func TestDemoScript(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // v1beta1Version is the newest Cluster API release on the v1beta1 contract whose core and test

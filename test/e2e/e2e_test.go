@@ -1,4 +1,4 @@
-// Package e2e runs capctl against live management clusters (internal/livemgmt): the real Cluster
+// Package e2e runs capctl against live management clusters (internal/testing/livemgmt): the real Cluster
 // API controllers reconcile what capctl does, and every status the tests read is theirs.
 package e2e
 
@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 var capctlBin string

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 

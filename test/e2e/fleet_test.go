@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 )
 

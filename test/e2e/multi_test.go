@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 )
 
 // TestThreeManagementClustersLive runs three live management clusters at once, each with its

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/livemgmt"
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // quickstartStep is one command of the README's quick start and the output lines shown under it.

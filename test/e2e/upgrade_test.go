@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/capctl/capctl/internal/livemgmt"
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 )
 
 // TestUpgradeApplyLive: providers at v1.13.5 (run by v1.13.5 managers), a cluster Available, then

@@ -26,11 +26,6 @@ const (
 // harnesses are the directories of test support packages: not production code, though they are
 // not _test.go files.
 var harnesses = []string{
-	"internal/describetest",
-	"internal/diagnosetest",
-	"internal/installtest",
-	"internal/livemgmt",
-	"internal/testenv",
 	"internal/testing",
 }
 

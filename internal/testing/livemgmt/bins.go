@@ -8,7 +8,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // The provider labels (as in the components' cluster.x-k8s.io/provider label) the harness runs

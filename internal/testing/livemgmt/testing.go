@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // ManagerVersions are the manager sets hack/live-bins.sh builds by default (CAPI_SETS): the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capctl/capctl/internal/testenv"
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // TestNetnsIsolatesPortsAndCleansUp: two namespaces each get a listener on the same fixed

@@ -53,7 +53,7 @@ type Options struct {
 // RepoRoot is the root of the capctl checkout (found from this source file's location).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // AssetsDir is the folder with kube-apiserver, etcd and kubectl: $KUBEBUILDER_ASSETS, else the
