@@ -41,7 +41,7 @@ func TestDeleteCommand(t *testing.T) {
 
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "delete", "testdata", "components.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join(testenv.RepoRoot(), "pkg", "deletion", "testdata", "components.yaml"))
 	if err := inventory.EnsureCRD(ctx, env.Client); err != nil {
 		t.Fatal(err)
 	}
