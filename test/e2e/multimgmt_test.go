@@ -84,8 +84,22 @@ func TestFleetOverManagementClustersLive(t *testing.T) {
 		want[ns+"/"+f.name] = f.c.Name
 	}
 
+	// The providers of the three, as one table: the same four everywhere, so no drift.
+	out, err := e.capctl(nil, "get", "providers", "--all-contexts", "-o", "json")
+	var pv diagnose.ProvidersView
+	if exitCode(err) != 0 || json.Unmarshal([]byte(out), &pv) != nil {
+		t.Fatalf("get providers --all-contexts: exit %d\n%s", exitCode(err), out)
+	}
+	if len(pv.Providers) != 12 || len(pv.Drift) != 0 {
+		t.Errorf("get providers --all-contexts: %d providers (want 3×4) and drift %+v (want none)", len(pv.Providers), pv.Drift)
+	}
+	checkSummaries(t, "get providers", pv.ManagementClusters, map[string]int{m1.Name: 0, m2.Name: 0, m3.Name: 0}, "")
+	if text := e.mustCapctl(nil, "get", "providers", "--all-contexts"); !strings.HasPrefix(text, "MANAGEMENT") {
+		t.Errorf("get providers --all-contexts: the table does not start with the MANAGEMENT column:\n%s", text)
+	}
+
 	// One view of the three.
-	out, err := e.capctl(nil, "describe", "clusters", "--all-contexts", "-n", ns, "-o", "json")
+	out, err = e.capctl(nil, "describe", "clusters", "--all-contexts", "-n", ns, "-o", "json")
 	var sv describe.SummaryView
 	if exitCode(err) != 0 || json.Unmarshal([]byte(out), &sv) != nil {
 		t.Fatalf("describe clusters --all-contexts: exit %d\n%s", exitCode(err), out)
@@ -226,6 +240,19 @@ func testFleetAcrossContextsLive(e *e2e, ns, target string, where map[string]str
 		name := strings.TrimPrefix(key, ns+"/")
 		if v := topologyVersion(t, byName[where[key]], ns, name); v != target {
 			t.Errorf("%s on %s: spec.topology.version %s, want %s", name, where[key], v, target)
+		}
+	}
+
+	// The same command once more, with the text report a user reads: every cluster is done, so
+	// nothing is patched anywhere.
+	done := map[string][]string{}
+	for key, mc := range where {
+		done[key] = specState(t, byName[mc], ns, strings.TrimPrefix(key, ns+"/"))
+	}
+	e.mustCapctl(nil, "upgrade", "apply", "--kubernetes-version", target, "--all-contexts", "-n", ns, "--timeout", "8m")
+	for key, before := range done {
+		if now := specState(t, byName[where[key]], ns, strings.TrimPrefix(key, ns+"/")); fmt.Sprint(now) != fmt.Sprint(before) {
+			t.Errorf("%s on %s was changed by the run over a finished fleet:\nbefore %v\nafter  %v", key, where[key], before, now)
 		}
 	}
 }
