@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// DefaultWatchInterval is how often Watch reads the cluster (`describe cluster --watch-interval`).
+const DefaultWatchInterval = 2 * time.Second
+
 // clearScreen moves the cursor home and clears the terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
@@ -18,7 +21,7 @@ const clearScreen = "\x1b[H\x1b[2J"
 // watch goes on. ctx ending is a normal stop.
 func Watch(ctx context.Context, interval time.Duration, w io.Writer, clear bool, frame func(context.Context) ([]byte, error)) error {
 	if interval <= 0 {
-		interval = 2 * time.Second
+		interval = DefaultWatchInterval
 	}
 	var last []byte
 	first := true

@@ -19,6 +19,14 @@ import (
 // number of clusters.
 const DefaultConcurrency = 16
 
+// Validate checks the fleet options without any I/O; its errors name the flags.
+func (o FleetOptions) Validate() error {
+	if o.Concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1")
+	}
+	return nil
+}
+
 // Cluster diagnoses one cluster: it reads the management side once, then the cluster (and its
 // workload cluster when opts.Workload), and runs the rules. A management side that cannot be read
 // (no inventory) does not stop the diagnosis: the report says so and the provider rules are skipped.

@@ -159,7 +159,7 @@ type ClusterInfo struct {
 // PlanFleet reads the Clusters of the management cluster that sel picks (namespace and label
 // selector; the apply uses the same selection) and plans their upgrade to target.
 func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req FleetPlanRequest) (*FleetPlan, error) {
-	if err := req.check(); err != nil {
+	if err := req.Complete(); err != nil {
 		return nil, err
 	}
 	infos, err := readSelected(ctx, c, mapper, "", req.Selection)
@@ -178,8 +178,10 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req
 	return plan, nil
 }
 
-// check validates the request before any read.
-func (req *FleetPlanRequest) check() error {
+// Complete validates the request (Validate) and writes its version as vX.Y.Z (1.34.1 and
+// v1.34.1 alike), without any I/O: what a command calls once its flags are parsed, and what
+// planning does first.
+func (req *FleetPlanRequest) Complete() error {
 	if err := req.Validate(); err != nil {
 		return err
 	}

@@ -282,6 +282,18 @@ func (req FleetApplyRequest) Validate() error {
 	return req.Rollout.Validate()
 }
 
+// Complete validates the request (Validate) and writes its version as vX.Y.Z (1.35.1 and
+// v1.35.1 alike), without any I/O: what a command calls once its flags are parsed.
+func (req *FleetApplyRequest) Complete() error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if req.KubernetesVersion != "" {
+		req.KubernetesVersion, _, _ = versions.Kubernetes(req.KubernetesVersion)
+	}
+	return nil
+}
+
 // resolveApply resolves the request once before anything is read: the saved plan (with what
 // was edited in it, if anything), the version written as vX.Y.Z, the rollout checked, and the
 // defaults.

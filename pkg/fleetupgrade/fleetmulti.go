@@ -80,7 +80,7 @@ type FleetPlanView struct {
 // check) and plans them together with BuildFleetPlan, the planner the apply uses. A management
 // cluster that cannot be read is reported in its summary; the others are planned.
 func PlanFleetEach(ctx context.Context, members []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
-	if err := req.check(); err != nil {
+	if err := req.Complete(); err != nil {
 		return nil, err
 	}
 	sel := req.Selection

@@ -28,3 +28,27 @@ func TestFleetRequestsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetRequestsComplete: Complete validates and writes the version as vX.Y.Z; a saved plan
+// keeps its empty version.
+func TestFleetRequestsComplete(t *testing.T) {
+	a := FleetApplyRequest{KubernetesVersion: "1.35.1"}
+	if err := a.Complete(); err != nil || a.KubernetesVersion != "v1.35.1" {
+		t.Errorf("apply: %+v %v", a, err)
+	}
+	p := FleetPlanRequest{KubernetesVersion: "1.35.1"}
+	if err := p.Complete(); err != nil || p.KubernetesVersion != "v1.35.1" {
+		t.Errorf("plan: %+v %v", p, err)
+	}
+	saved := FleetApplyRequest{Plan: "p.json"}
+	if err := saved.Complete(); err != nil || saved.KubernetesVersion != "" {
+		t.Errorf("--plan: %+v %v", saved, err)
+	}
+	bad := FleetApplyRequest{KubernetesVersion: "v1.35"}
+	if err := bad.Complete(); err == nil || bad.KubernetesVersion != "v1.35" {
+		t.Errorf("bad version: %+v %v", bad, err)
+	}
+	if got := (Rollout{}).parallel(10); got != DefaultMaxParallel {
+		t.Errorf("default parallel %d", got)
+	}
+}

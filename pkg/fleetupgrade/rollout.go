@@ -71,14 +71,21 @@ func (r Rollout) Validate() error {
 	return nil
 }
 
+// DefaultMaxParallel is how many clusters of a wave are upgraded at once when the rollout does
+// not say (--max-parallel's default).
+const DefaultMaxParallel = 1
+
 // parallel is how many of a wave's n clusters are upgraded at once: MaxParallelPercent of n
 // rounded down (so a percentage never exceeds what it says), at least 1; else MaxParallel,
-// default 1.
+// default DefaultMaxParallel.
 func (r Rollout) parallel(n int) int {
 	if r.MaxParallelPercent > 0 {
 		return max(1, n*r.MaxParallelPercent/100)
 	}
-	return max(1, r.MaxParallel)
+	if r.MaxParallel <= 0 {
+		return DefaultMaxParallel
+	}
+	return r.MaxParallel
 }
 
 // shape reshapes the plan's waves as the rollout asks: with Canary, the first Canary clusters

@@ -3,6 +3,7 @@ package move
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -62,6 +63,10 @@ func (r Request) Validate() error {
 		return fmt.Errorf("--abandon undoes an unfinished move: it cannot be combined with --dry-run, --resume, --restart-target, --plan-replacement or a directory (pass -n, and --to-kubeconfig for the move's target)")
 	case r.PlanReplacement && (r.Target == nil || r.DryRun || r.FromDirectory != "" || r.ToDirectory != "" || r.Resume):
 		return fmt.Errorf("--plan-replacement plans the replacement of the source by the cluster of --to-kubeconfig and changes nothing: pass --to-kubeconfig, without --dry-run, --resume or a directory")
+	case r.FromDirectory != "" && r.Source.Kubeconfig != "":
+		return fmt.Errorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
+	case r.Target != nil && sameKubeconfig(r.Source, *r.Target):
+		return fmt.Errorf("--to-kubeconfig is the source kubeconfig (%s, same context): the target must be another management cluster", r.Target.Kubeconfig)
 	case r.FromDirectory != "" && r.ToDirectory != "":
 		return fmt.Errorf("--from-directory and --to-directory cannot be used together")
 	case r.ToDirectory != "" && r.Target != nil:
@@ -96,6 +101,18 @@ func (r Request) Validate() error {
 		return fmt.Errorf("--parallelism must be between 1 and 256")
 	}
 	return nil
+}
+
+// sameKubeconfig tells whether the source and the target name the same kubeconfig file and
+// context, refused before connecting; the same cluster reached another way is caught by the move
+// itself.
+func sameKubeconfig(src, dst cluster.Options) bool {
+	if src.Kubeconfig == "" || dst.Kubeconfig == "" {
+		return false
+	}
+	a, _ := filepath.Abs(dst.Kubeconfig)
+	b, _ := filepath.Abs(src.Kubeconfig)
+	return a == b && dst.Context == src.Context
 }
 
 // resolve is the one place a move's scope gets its defaults: the namespace of the source

@@ -106,6 +106,8 @@ func TestScopeResolveAndRequestValidate(t *testing.T) {
 		{Request{Target: target, Options: Options{RestartTarget: true}}, "with --resume"},
 		{Request{DryRun: true, Options: Options{Resume: true}}, "--resume"},
 		{Request{Target: target, ToDirectory: "d"}, "cannot be used together"},
+		{Request{Source: cluster.Options{Kubeconfig: "k"}, Target: target, FromDirectory: "d"}, "--kubeconfig (the source) cannot be used with it"},
+		{Request{Source: cluster.Options{Kubeconfig: "./t"}, Target: target}, "is the source kubeconfig"},
 		{Request{DryRun: true, Options: Options{Scope: Scope{Namespace: "a", Clusters: []string{"b/c"}}}}, "not in namespace"},
 	} {
 		if err := tc.req.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -114,6 +116,10 @@ func TestScopeResolveAndRequestValidate(t *testing.T) {
 	}
 	if err := (Request{Target: target, Options: Options{Resume: true, RestartTarget: true}}).Validate(); err != nil {
 		t.Errorf("--resume --restart-target: %v", err)
+	}
+	// The same file in another context is another cluster.
+	if err := (Request{Source: cluster.Options{Kubeconfig: "t", Context: "a"}, Target: target}).Validate(); err != nil {
+		t.Errorf("same kubeconfig, other context: %v", err)
 	}
 }
 

@@ -115,6 +115,29 @@ func ParseManifestLabel(label string) (Type, string, bool) {
 	return best, strings.TrimPrefix(label, typeInfos[best].prefix), true
 }
 
+// LabelReference is a provider named by its manifest label with an optional version,
+// `infrastructure-aws:v2.8.1` (the arguments of `repository mirror` and `repository cache clean`).
+type LabelReference struct {
+	Label, Name, Version string
+	Type                 Type
+}
+
+// ParseLabelReference parses LABEL[:VERSION]; a version, when given, must be semantic (latest
+// only where allowLatest).
+func ParseLabelReference(s string, allowLatest bool) (LabelReference, error) {
+	label, version, hasVersion := strings.Cut(s, ":")
+	t, name, ok := ParseManifestLabel(label)
+	if !ok {
+		return LabelReference{}, fmt.Errorf("%q is not a provider label: use TYPE-NAME[:VERSION] such as cluster-api, bootstrap-kubeadm, infrastructure-aws:v2.8.1", s)
+	}
+	if hasVersion {
+		if err := ValidateVersion(version); err != nil || version == "" || (version == "latest" && !allowLatest) {
+			return LabelReference{}, fmt.Errorf("invalid provider %q: the version after ':' must look like v1.2.3", s)
+		}
+	}
+	return LabelReference{Label: label, Name: name, Version: version, Type: t}, nil
+}
+
 // Reference is a provider named on the command line: `name`, `name:version` or, where the
 // provider is already installed, `namespace/name:version`.
 type Reference struct {

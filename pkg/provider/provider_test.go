@@ -56,3 +56,26 @@ func TestManifestLabelRoundTrip(t *testing.T) {
 		t.Error("empty name accepted")
 	}
 }
+
+func TestParseLabelReference(t *testing.T) {
+	got, err := ParseLabelReference("infrastructure-docker:v1.14.0", false)
+	if err != nil || got != (LabelReference{Label: "infrastructure-docker", Name: "docker", Version: "v1.14.0", Type: InfrastructureProviderType}) {
+		t.Errorf("%+v %v", got, err)
+	}
+	if got, err = ParseLabelReference("cluster-api", false); err != nil || got.Type != CoreProviderType || got.Version != "" {
+		t.Errorf("no version: %+v %v", got, err)
+	}
+	if _, err = ParseLabelReference("cluster-api:latest", true); err != nil {
+		t.Errorf("latest allowed: %v", err)
+	}
+	for in, want := range map[string]string{
+		"docker":             "is not a provider label",
+		"cluster-api:latest": "must look like v1.2.3",
+		"cluster-api:":       "must look like v1.2.3",
+		"cluster-api:1.x":    "must look like v1.2.3",
+	} {
+		if _, err := ParseLabelReference(in, false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"strings"
 	"testing"
+	"time"
 
 	capi "github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/provider"
@@ -32,6 +33,17 @@ func TestRequestValidate(t *testing.T) {
 		err := tc.r.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v, want %q", tc.r, err, tc.want)
+		}
+	}
+}
+
+func TestApplyOptionsValidate(t *testing.T) {
+	if err := (ApplyOptions{WaitTimeout: DefaultWaitProviderTimeout}).Validate(); err != nil {
+		t.Errorf("default: %v", err)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if err := (ApplyOptions{WaitTimeout: d}).Validate(); err == nil || !strings.Contains(err.Error(), "--wait-provider-timeout must be a positive") {
+			t.Errorf("%s: %v", d, err)
 		}
 	}
 }
