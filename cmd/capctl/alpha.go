@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,18 +37,15 @@ checked before the first change: one refused resource refuses the command.`),
 	return cmd
 }
 
-// RolloutOptions are the flags and arguments of `capctl alpha rollout restart|pause|resume`.
+// RolloutOptions are the flags and arguments of `capctl alpha rollout restart|pause|resume`:
+// Request is the one rollout request.
 type RolloutOptions struct {
-	IO     *iostreams.IOStreams
-	Action rollout.Action
+	IO *iostreams.IOStreams
+	rollout.Request
+	Output output.Format
 
-	Resources []string
-	Namespace string
-	Selector  string
-	All       bool
-	Cluster   string
-	DryRun    bool
-	Output    output.Format
+	// deps is not embedded: its Cluster would hide the request's.
+	deps deps
 }
 
 var rolloutHelp = map[rollout.Action]struct{ short, long, example string }{
@@ -69,23 +67,14 @@ var rolloutHelp = map[rollout.Action]struct{ short, long, example string }{
 }
 
 func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions) error) *cobra.Command {
-	o := &RolloutOptions{IO: f.IO, Action: action}
+	o := &RolloutOptions{IO: f.IO, deps: f.deps(), Request: rollout.Request{Action: action}}
 	h := rolloutHelp[action]
 	cmd := &cobra.Command{
 		Use:     string(action) + " RESOURCE...",
 		Short:   h.short,
 		Long:    h.long,
 		Example: h.example,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Resources = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd, f)
-		},
+		RunE:    leafRun(o, o.complete, runF, runRollout),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace where the resource(s) reside. If unspecified, the kubeconfig context's namespace")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Pick the MachineDeployments matching this label selector (instead of naming resources)")
@@ -96,30 +85,26 @@ func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions)
 	return cmd
 }
 
-func (o *RolloutOptions) request() rollout.Request {
-	return rollout.Request{Action: o.Action, Resources: o.Resources, Namespace: o.Namespace, Selector: o.Selector,
-		All: o.All, Cluster: o.Cluster, DryRun: o.DryRun}
-}
-
-// Validate checks arguments and flags before the management cluster is contacted.
-func (o *RolloutOptions) Validate() error {
+// complete takes the resources from the arguments and checks the request, before the
+// management cluster is contacted.
+func (o *RolloutOptions) complete(args []string) error {
+	o.Resources = args
 	if err := validateNamespace(o.Namespace); err != nil {
 		return err
 	}
-	req := o.request()
-	if err := req.Validate(); err != nil {
+	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-// Run performs the action and renders the result.
-func (o *RolloutOptions) Run(cmd *cobra.Command, f *factory) error {
-	c, err := f.Cluster(cmd.Context())
+// runRollout makes the one rollout.Run call and renders its result.
+func runRollout(ctx context.Context, o *RolloutOptions) error {
+	c, err := o.deps.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := rollout.Run(cmd.Context(), c, o.request())
+	res, err := rollout.Run(ctx, c, o.Request)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,11 @@ func TestRolloutOptions(t *testing.T) {
 		wantErr string
 	}{
 		{args: []string{"restart", "machinedeployment/md-0", "-n", "team-a"},
-			want: RolloutOptions{Action: rollout.Restart, Resources: []string{"machinedeployment/md-0"}, Namespace: "team-a", Output: output.Text}},
+			want: RolloutOptions{Request: rollout.Request{Action: rollout.Restart, Resources: []string{"machinedeployment/md-0"}, Namespace: "team-a"}, Output: output.Text}},
 		{args: []string{"pause", "--all", "--cluster", "prod-1", "--dry-run", "-o", "json"},
-			want: RolloutOptions{Action: rollout.Pause, All: true, Cluster: "prod-1", DryRun: true, Output: output.JSON}},
+			want: RolloutOptions{Request: rollout.Request{Action: rollout.Pause, All: true, Cluster: "prod-1", DryRun: true}, Output: output.JSON}},
 		{args: []string{"resume", "-l", "tier=web"},
-			want: RolloutOptions{Action: rollout.Resume, Selector: "tier=web", Output: output.Text}},
+			want: RolloutOptions{Request: rollout.Request{Action: rollout.Resume, Selector: "tier=web"}, Output: output.Text}},
 		{args: []string{"restart"}, wantErr: "required resource not specified"},
 		{args: []string{"restart", "md-0"}, wantErr: "arguments must be in resource/name format"},
 		{args: []string{"restart", "md/x", "-o", "table"}, wantErr: `invalid output format "table"`},

@@ -47,16 +47,7 @@ ready Role/ClusterRole. Commands: ` + strings.Join(names, ", ") + `. Exit code 1
   capctl auth can-i delete
   capctl auth can-i move -n team-a --to-kubeconfig target.kubeconfig`),
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Request.Command = strings.Join(args, " ")
-			if _, err := authz.Lookup(o.Request.Command); err != nil {
-				return usageError{err}
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runAuthCanI(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runAuthCanI),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Request.Namespace, "namespace", "n", "", "The namespace the command would work on (default: the context's)")
@@ -66,6 +57,16 @@ ready Role/ClusterRole. Commands: ` + strings.Join(names, ", ") + `. Exit code 1
 	return cmd
 }
 
+// complete takes the command to check from the arguments; it must be one capctl knows.
+func (o *AuthCanIOptions) complete(args []string) error {
+	o.Request.Command = strings.Join(args, " ")
+	if _, err := authz.Lookup(o.Request.Command); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// runAuthCanI asks the clusters for the command's permissions and prints what is missing.
 func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
 	c, err := o.Cluster(ctx)
 	if err != nil {

@@ -45,16 +45,14 @@ func newCmdConfigRepositories(f *factory, runF func(*ConfigRepositoriesOptions) 
 		Example: `  capctl config repositories
   capctl config repositories -o yaml --config ./clusterctl.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runConfigRepositories(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runConfigRepositories),
 	}
 	addFormatFlag(cmd, &o.Output, "")
 	return cmd
 }
+
+// complete has nothing to add: the one flag is the output format.
+func (o *ConfigRepositoriesOptions) complete([]string) error { return nil }
 
 // runConfigRepositories lists the registry of the config file.
 func runConfigRepositories(ctx context.Context, o *ConfigRepositoriesOptions) error {

@@ -1,30 +1,27 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/convert"
 )
 
 func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdConvert(f, nil) }) }
 
-// ConvertOptions are the flags and arguments of `capctl convert`.
+// ConvertOptions are the flags and arguments of `capctl convert`: Request is the one
+// conversion request; Output the file -o writes.
 type ConvertOptions struct {
-	IO *iostreams.IOStreams
-
-	Paths     []string
-	ToVersion string
-	Output    string
-	InPlace   bool
-	DryRun    bool
+	deps
+	convert.Request
+	Output string
 }
 
 func newCmdConvert(f *factory, runF func(*ConvertOptions) error) *cobra.Command {
-	o := &ConvertOptions{IO: f.IO}
+	o := &ConvertOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		Use:   "convert [FILE|DIR|-]...",
 		Short: "Convert Cluster API objects in YAML files from v1beta1 to v1beta2",
@@ -57,46 +54,34 @@ written.`),
   # From standard input to a file
   kubectl get cluster,kcp,md -n team-a -o yaml | capctl convert - -o team-a-v1beta2.yaml`),
 		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Paths = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd)
-		},
+		RunE: leafRun(o, o.complete, runF, runConvert),
 	}
 	cmd.Flags().StringVar(&o.ToVersion, "to-version", convert.TargetVersion, "The API version to convert to (only v1beta2)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Write the converted YAML to this file (mode 0600) instead of standard output")
 	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "Rewrite each converted file in place (files and directories)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Convert without writing anything and print what would change, file by file")
+	// -o writes one converted file: neither a rewrite in place nor a dry run writes one.
+	cmd.MarkFlagsMutuallyExclusive("output", "in-place")
+	cmd.MarkFlagsMutuallyExclusive("output", "dry-run")
 	return cmd
 }
 
-func (o *ConvertOptions) request() convert.Request {
-	return convert.Request{Paths: o.Paths, Stdin: o.IO.In, ToVersion: o.ToVersion, InPlace: o.InPlace, DryRun: o.DryRun}
-}
-
-// Validate checks the flags against each other and the paths, before anything is read.
-func (o *ConvertOptions) Validate() error {
-	if o.Output != "" && (o.InPlace || o.DryRun) {
-		return usageErrorf("-o/--output writes one converted file: it cannot be combined with --in-place or --dry-run")
-	}
+// complete takes the paths from the arguments and checks the request, before anything is read.
+func (o *ConvertOptions) complete(args []string) error {
+	o.Paths, o.Stdin = args, o.IO.In
 	if o.Output != "" && len(o.Paths) > 1 {
 		return usageErrorf("-o/--output takes the conversion of one input; for several files or a directory use --in-place")
 	}
-	req := o.request()
-	if err := req.Validate(); err != nil {
+	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-// Run converts and renders: the YAML for one input, a summary table for directories and dry runs.
-func (o *ConvertOptions) Run(cmd *cobra.Command) error {
-	rep, err := convert.Run(cmd.Context(), o.request())
+// runConvert makes the one convert.Run call and renders: the YAML for one input, a summary table
+// for directories and dry runs.
+func runConvert(ctx context.Context, o *ConvertOptions) error {
+	rep, err := convert.Run(ctx, o.Request)
 	if rep == nil {
 		return err
 	}

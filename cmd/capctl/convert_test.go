@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/iostreams"
+	"github.com/capctl/capctl/pkg/convert"
 )
 
 func TestConvertOptions(t *testing.T) {
@@ -22,14 +23,14 @@ func TestConvertOptions(t *testing.T) {
 		want    ConvertOptions
 		wantErr string
 	}{
-		{args: []string{file}, want: ConvertOptions{Paths: []string{file}, ToVersion: "v1beta2"}},
-		{args: []string{dir, "--in-place"}, want: ConvertOptions{Paths: []string{dir}, ToVersion: "v1beta2", InPlace: true}},
-		{args: []string{dir, "--dry-run"}, want: ConvertOptions{Paths: []string{dir}, ToVersion: "v1beta2", DryRun: true}},
-		{args: []string{"-", "-o", "out.yaml"}, want: ConvertOptions{Paths: []string{"-"}, ToVersion: "v1beta2", Output: "out.yaml"}},
-		{args: []string{}, want: ConvertOptions{ToVersion: "v1beta2"}},
+		{args: []string{file}, want: ConvertOptions{Request: convert.Request{Paths: []string{file}, ToVersion: "v1beta2"}}},
+		{args: []string{dir, "--in-place"}, want: ConvertOptions{Request: convert.Request{Paths: []string{dir}, ToVersion: "v1beta2", InPlace: true}}},
+		{args: []string{dir, "--dry-run"}, want: ConvertOptions{Request: convert.Request{Paths: []string{dir}, ToVersion: "v1beta2", DryRun: true}}},
+		{args: []string{"-", "-o", "out.yaml"}, want: ConvertOptions{Request: convert.Request{Paths: []string{"-"}, ToVersion: "v1beta2"}, Output: "out.yaml"}},
+		{args: []string{}, want: ConvertOptions{Request: convert.Request{ToVersion: "v1beta2"}}},
 		{args: []string{file, "--to-version", "v1beta1"}, wantErr: `--to-version "v1beta1" is not supported`},
 		{args: []string{dir}, wantErr: "is a directory: convert it with --in-place"},
-		{args: []string{file, "--in-place", "-o", "x"}, wantErr: "cannot be combined with --in-place"},
+		{args: []string{file, "--in-place", "-o", "x"}, wantErr: "[in-place output] were all set"},
 		{args: []string{file, file, "-o", "x"}, wantErr: "takes the conversion of one input"},
 	} {
 		var got *ConvertOptions

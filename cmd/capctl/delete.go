@@ -56,15 +56,7 @@ func newCmdDelete(f *factory, runF func(*DeleteOptions) error) *cobra.Command {
 		Long:    strings.TrimSpace(deleteLong),
 		Example: strings.TrimSpace(deleteExample),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runDelete(cmd.Context(), o)
-		},
+		RunE:    leafRun(o, o.complete, runF, runDelete),
 	}
 	fl := cmd.Flags()
 	for _, t := range provider.Types {
@@ -85,7 +77,7 @@ func newCmdDelete(f *factory, runF func(*DeleteOptions) error) *cobra.Command {
 
 // complete turns the provider flags into the deletion request and validates it, before any
 // cluster call.
-func (o *DeleteOptions) complete() error {
+func (o *DeleteOptions) complete([]string) error {
 	o.Request.Providers = nil
 	for _, t := range provider.Types {
 		for _, s := range *o.refs[t] {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/describe"
@@ -43,13 +44,15 @@ type describeClusterOptions struct {
 	WatchInterval time.Duration
 	// Now is the clock of SINCE (tests fix it for stable output).
 	Now func() time.Time
+
+	flags *pflag.FlagSet
+	color bool
 }
 
 // newCmdDescribeCluster builds `describe cluster`; runF replaces the run (tests capture the
 // options, or fix the clock).
 func newCmdDescribeCluster(f *factory, runF func(*describeClusterOptions) error) *cobra.Command {
 	o := &describeClusterOptions{deps: f.deps(), Now: time.Now}
-	var color bool
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Describe a workload cluster: its objects as a tree, with their conditions",
@@ -72,30 +75,11 @@ view is partial and the exit code is 3 (0 otherwise).`),
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Describe.Name = args[0]
-			o.Describe.V1Beta1 = !o.V1Beta2
-			if cmd.Flags().Changed("color") {
-				o.Color = &color
-			}
-			// Validate everything before touching the cluster.
-			if err := validateClusterRef(o.Describe.Name, o.Describe.Namespace); err != nil {
-				return err
-			}
-			if err := describe.ValidateShowConditions(o.Describe.ShowConditions); err != nil {
-				return usageErrorf("%v", err)
-			}
-			if o.WatchInterval <= 0 {
-				return usageErrorf("--watch-interval must be positive")
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.run(cmd.Context())
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runDescribeCluster)
 	d := &o.Describe
 	fl := cmd.Flags()
+	o.flags = fl
 	fl.StringVarP(&d.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
 	fl.StringVar(&d.ShowConditions, "show-conditions", "", "List the conditions of these objects: comma list of all, KIND or KIND/NAME; a trailing + shows only conditions that are not in their normal state")
 	fl.BoolVar(&d.ShowMachineSets, "show-machinesets", false, "Show MachineSets under their MachineDeployments")
@@ -104,15 +88,32 @@ view is partial and the exit code is 3 (0 otherwise).`),
 	fl.BoolVar(&d.Echo, "echo", false, "Show machine infrastructure and bootstrap objects even when they only repeat their machine's state")
 	fl.BoolVar(&d.Grouping, "grouping", true, "Group machines in the same state into one row")
 	fl.BoolVar(&o.V1Beta2, "v1beta2", true, "Show v1beta2 conditions; --v1beta2=false shows the deprecated v1beta1 conditions (Ready with severity)")
-	fl.BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+	fl.BoolVarP(&o.color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	addFormatFlag(cmd, &o.Output, "json and yaml print the tree as data")
 	fl.BoolVarP(&o.Watch, "watch", "w", false, "Redraw whenever the tree changes, until interrupted (ctrl-c)")
-	fl.DurationVar(&o.WatchInterval, "watch-interval", 2*time.Second, "How often --watch reads the cluster")
+	positiveDurationVar(fl, &o.WatchInterval, "watch-interval", describe.DefaultWatchInterval, "How often --watch reads the cluster")
 	return cmd
 }
 
-// run reads the cluster's snapshot, builds its tree and prints it, once or on every change.
-func (o *describeClusterOptions) run(ctx context.Context) error {
+// complete takes the cluster's name and checks every flag, before the cluster is contacted.
+func (o *describeClusterOptions) complete(args []string) error {
+	o.Describe.Name = args[0]
+	o.Describe.V1Beta1 = !o.V1Beta2
+	if o.flags.Changed("color") {
+		o.Color = &o.color
+	}
+	if err := validateClusterRef(o.Describe.Name, o.Describe.Namespace); err != nil {
+		return err
+	}
+	if err := describe.ValidateShowConditions(o.Describe.ShowConditions); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
+// runDescribeCluster reads the cluster's snapshot, builds its tree and prints it, once or on
+// every change.
+func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
@@ -162,11 +163,13 @@ type describeClustersOptions struct {
 	// Contexts are the management clusters of --contexts/--all-contexts (none: the one of
 	// --kubeconfig/--kubeconfig-context).
 	Contexts multicluster.Selection
+
+	flags *pflag.FlagSet
+	color bool
 }
 
 func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) error) *cobra.Command {
 	o := &describeClustersOptions{deps: f.deps(), Now: time.Now}
-	var color bool
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "One summary row per workload cluster: version, control plane and workers, availability",
@@ -176,30 +179,32 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
   capctl describe clusters -A --all-contexts
   capctl describe clusters -A --contexts eu-1,us-1 -o json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateNamespace(o.Namespace); err != nil {
-				return err
-			}
-			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("color") {
-				o.Color = &color
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.run(cmd.Context())
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runDescribeClusters)
+	o.flags = cmd.Flags()
 	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace to list (default: the kubeconfig context's namespace)", "List clusters of every namespace")
 	addFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
-	cmd.Flags().BoolVarP(&color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
+	cmd.Flags().BoolVarP(&o.color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
-func (o *describeClustersOptions) run(ctx context.Context) error {
+// complete checks the namespace and the management clusters chosen, before any is contacted.
+func (o *describeClustersOptions) complete([]string) error {
+	if err := validateNamespace(o.Namespace); err != nil {
+		return err
+	}
+	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
+		return err
+	}
+	if o.flags.Changed("color") {
+		o.Color = &o.color
+	}
+	return nil
+}
+
+// runDescribeClusters makes the one describe.Summarize (or SummarizeEach) call and prints the rows.
+func runDescribeClusters(ctx context.Context, o *describeClustersOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}

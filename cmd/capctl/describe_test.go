@@ -109,8 +109,11 @@ func runDescribe(t *testing.T, now func() time.Time, args ...string) (stdout, st
 		}
 	}
 	root.AddCommand(newCmdDescribe(f,
-		func(o *describeClusterOptions) error { o.Now = now; return o.run(context.Background()) },
-		func(o *describeClustersOptions) error { o.Now = now; return o.run(context.Background()) }))
+		func(o *describeClusterOptions) error { o.Now = now; return runDescribeCluster(context.Background(), o) },
+		func(o *describeClustersOptions) error {
+			o.Now = now
+			return runDescribeClusters(context.Background(), o)
+		}))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(errOut, "Error: %v\n", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -36,25 +37,25 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 	return cmd
 }
 
-// DiagnoseClusterOptions are the flags of `diagnose cluster`.
+// DiagnoseClusterOptions are the flags of `diagnose cluster`: Options is the one diagnosis
+// request (its Now is the clock of "since"; tests fix it; its namespace is the flag's, empty for
+// the kubeconfig context's).
 type DiagnoseClusterOptions struct {
 	deps
-	Name            string
-	Namespace       string
-	StuckAfter      time.Duration
-	Workload        bool
-	WorkloadTimeout time.Duration
-	Output          output.Format
-	Color           *bool
-	// Now is the clock for "since" (tests fix it).
-	Now func() time.Time
+	diagnose.Options
+	Output output.Format
+	Color  *bool
+
+	flags *pflag.FlagSet
+	color bool
 }
 
-func addDiagnoseFlags(cmd *cobra.Command, stuck *time.Duration, workload *bool, timeout *time.Duration, color *bool) {
+// addDiagnoseFlags adds the flags both diagnose commands have, into their request.
+func addDiagnoseFlags(cmd *cobra.Command, o *diagnose.Options, color *bool) {
 	fl := cmd.Flags()
-	fl.DurationVar(stuck, "stuck-after", diagnose.DefaultStuckAfter, "How long a Machine may stay Pending, Provisioning, Deleting, ... before it counts as stuck")
-	fl.BoolVar(workload, "workload", true, "Also read the workload cluster (Nodes, CNI, PodDisruptionBudgets) through its kubeconfig Secret, read only")
-	fl.DurationVar(timeout, "workload-timeout", diagnose.DefaultWorkloadTimeout, "How long reading a workload cluster may take before it counts as unreachable")
+	positiveDurationVar(fl, &o.StuckAfter, "stuck-after", diagnose.DefaultStuckAfter, "How long a Machine may stay Pending, Provisioning, Deleting, ... before it counts as stuck")
+	fl.BoolVar(&o.Workload, "workload", true, "Also read the workload cluster (Nodes, CNI, PodDisruptionBudgets) through its kubeconfig Secret, read only")
+	positiveDurationVar(fl, &o.WorkloadTimeout, "workload-timeout", diagnose.DefaultWorkloadTimeout, "How long reading a workload cluster may take before it counts as unreachable")
 	fl.BoolVarP(color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 }
 
@@ -71,19 +72,8 @@ func diagnoseTarget(ctx context.Context, d deps, color *bool, namespace string) 
 	return c, c.NamespaceOr(namespace), nil
 }
 
-func validateDiagnoseDurations(stuck, timeout time.Duration) error {
-	if stuck <= 0 {
-		return usageErrorf("--stuck-after must be positive")
-	}
-	if timeout <= 0 {
-		return usageErrorf("--workload-timeout must be positive")
-	}
-	return nil
-}
-
 func newCmdDiagnoseCluster(f *factory, runF func(*DiagnoseClusterOptions) error) *cobra.Command {
-	o := &DiagnoseClusterOptions{deps: f.deps(), Now: time.Now}
-	var color bool
+	o := &DiagnoseClusterOptions{deps: f.deps(), Options: diagnose.Options{Now: time.Now}}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Diagnose one workload cluster: what is stuck, since when, who is responsible, what to run next",
@@ -108,44 +98,33 @@ itself failed (bad flags, management cluster unreachable, cluster not found).`),
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if cmd.Flags().Changed("color") {
-				o.Color = &color
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runDiagnoseCluster)
+	o.flags = cmd.Flags()
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
-	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
+	addDiagnoseFlags(cmd, &o.Options, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
 	return cmd
 }
 
-// Validate checks the flags before any cluster is contacted.
-func (o *DiagnoseClusterOptions) Validate() error {
-	if err := validateClusterRef(o.Name, o.Namespace); err != nil {
-		return err
+// complete takes the cluster's name and checks it, before any cluster is contacted.
+func (o *DiagnoseClusterOptions) complete(args []string) error {
+	o.Name = args[0]
+	if o.flags.Changed("color") {
+		o.Color = &o.color
 	}
-	return validateDiagnoseDurations(o.StuckAfter, o.WorkloadTimeout)
+	return validateClusterRef(o.Name, o.Namespace)
 }
 
-// Run diagnoses the cluster and prints the report.
-func (o *DiagnoseClusterOptions) Run(ctx context.Context) error {
+// runDiagnoseCluster makes the one diagnose.Cluster call and prints the report.
+func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
 	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
 	if err != nil {
 		return err
 	}
-	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{
-		Namespace: ns, Name: o.Name, StuckAfter: o.StuckAfter,
-		Workload: o.Workload, WorkloadTimeout: o.WorkloadTimeout, Now: o.Now,
-	})
+	req := o.Options
+	req.Namespace = ns
+	rep, err := diagnose.Cluster(ctx, c, req)
 	if err != nil {
 		return err
 	}
@@ -161,25 +140,22 @@ func (o *DiagnoseClusterOptions) Run(ctx context.Context) error {
 	return exitCode(multicluster.ViewExit(rep.Complete(), !rep.Healthy, true))
 }
 
-// DiagnoseClustersOptions are the flags of `diagnose clusters`.
+// DiagnoseClustersOptions are the flags of `diagnose clusters`: FleetOptions is the one
+// request (its namespace is the flag's, empty for the kubeconfig context's).
 type DiagnoseClustersOptions struct {
 	deps
-	Namespace       string
-	AllNamespaces   bool
-	StuckAfter      time.Duration
-	Workload        bool
-	WorkloadTimeout time.Duration
-	Concurrency     int
-	Output          output.Format
-	Color           *bool
-	Now             func() time.Time
+	diagnose.FleetOptions
+	Output output.Format
+	Color  *bool
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
+
+	flags *pflag.FlagSet
+	color bool
 }
 
 func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
-	o := &DiagnoseClustersOptions{deps: f.deps(), Now: time.Now}
-	var color bool
+	o := &DiagnoseClustersOptions{deps: f.deps(), FleetOptions: diagnose.FleetOptions{Options: diagnose.Options{Now: time.Now}}}
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "Diagnose every cluster of a namespace (or all): one line per cluster, problems first",
@@ -199,55 +175,43 @@ read), 1 the diagnosis itself failed.`),
   capctl diagnose clusters -A
   capctl diagnose clusters -n prod -o json | jq '.clusters[] | select(.healthy | not) | .root.rule'`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("color") {
-				o.Color = &color
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runDiagnoseClusters)
+	o.flags = cmd.Flags()
 	addContextsFlags(cmd, &o.Contexts)
 	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace to diagnose (default: the kubeconfig context's namespace)", "Diagnose the clusters of every namespace")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
-	addDiagnoseFlags(cmd, &o.StuckAfter, &o.Workload, &o.WorkloadTimeout, &color)
+	addDiagnoseFlags(cmd, &o.Options, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
 	return cmd
 }
 
-// Validate checks the flags before any cluster is contacted.
-func (o *DiagnoseClustersOptions) Validate() error {
+// complete checks the flags before any cluster is contacted.
+func (o *DiagnoseClustersOptions) complete([]string) error {
+	if o.flags.Changed("color") {
+		o.Color = &o.color
+	}
 	if err := validateNamespace(o.Namespace); err != nil {
 		return err
 	}
-	if o.Concurrency < 1 {
-		return usageErrorf("--concurrency must be at least 1")
+	if err := o.FleetOptions.Validate(); err != nil {
+		return usageError{err}
 	}
-	return validateDiagnoseDurations(o.StuckAfter, o.WorkloadTimeout)
+	return checkContextsFlags(o.flags, o.Contexts)
 }
 
-// Run diagnoses the fleet and prints it.
-func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
+// runDiagnoseClusters makes the one diagnose.Clusters (or ClustersEach) call and prints the fleet.
+func runDiagnoseClusters(ctx context.Context, o *DiagnoseClustersOptions) error {
 	if o.Contexts.Enabled() {
-		return o.runMulti(ctx)
+		return runDiagnoseClustersEach(ctx, o)
 	}
 	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
 	if err != nil {
 		return err
 	}
-	fr, err := diagnose.Clusters(ctx, c, diagnose.FleetOptions{
-		Options: diagnose.Options{Namespace: ns, StuckAfter: o.StuckAfter, Workload: o.Workload,
-			WorkloadTimeout: o.WorkloadTimeout, Now: o.Now},
-		AllNamespaces: o.AllNamespaces, Concurrency: o.Concurrency,
-	})
+	req := o.FleetOptions
+	req.Namespace = ns
+	fr, err := diagnose.Clusters(ctx, c, req)
 	if err != nil {
 		return err
 	}
@@ -268,8 +232,8 @@ func (o *DiagnoseClustersOptions) Run(ctx context.Context) error {
 	return exitCode(multicluster.ViewExit(fr.Complete(), !fr.Healthy, true))
 }
 
-// runMulti diagnoses the clusters of several management clusters as one view.
-func (o *DiagnoseClustersOptions) runMulti(ctx context.Context) error {
+// runDiagnoseClustersEach diagnoses the clusters of several management clusters as one view.
+func runDiagnoseClustersEach(ctx context.Context, o *DiagnoseClustersOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
@@ -277,11 +241,7 @@ func (o *DiagnoseClustersOptions) runMulti(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v := diagnose.ClustersEach(ctx, members, diagnose.FleetOptions{
-		Options: diagnose.Options{Namespace: o.Namespace, StuckAfter: o.StuckAfter, Workload: o.Workload,
-			WorkloadTimeout: o.WorkloadTimeout, Now: o.Now},
-		AllNamespaces: o.AllNamespaces, Concurrency: o.Concurrency,
-	})
+	v := diagnose.ClustersEach(ctx, members, o.FleetOptions)
 	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error {
 		return diagnose.RenderFleetView(w, v, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
 	}); err != nil {

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -38,6 +36,18 @@ type factory struct {
 
 	clusterMu sync.Mutex
 	clusterC  *cluster.Client
+
+	// clientGuard, when set, is asked before any cluster or repository client is built; tests
+	// that parse flags set it to fail, which proves that parsing touches no cluster.
+	clientGuard func(what string) error
+}
+
+// guard asks clientGuard (tests) whether a client for what may be built.
+func (f *factory) guard(what string) error {
+	if f.clientGuard == nil {
+		return nil
+	}
+	return f.clientGuard(what)
 }
 
 func newFactory(io *iostreams.IOStreams) *factory {
@@ -80,6 +90,9 @@ func (f *factory) Cluster(ctx context.Context) (*cluster.Client, error) {
 	if f.clusterC != nil {
 		return f.clusterC, nil
 	}
+	if err := f.guard("the management cluster"); err != nil {
+		return nil, err
+	}
 	c, err := cluster.Connect(ctx, f.ClusterOptions())
 	if err != nil {
 		return nil, err
@@ -91,29 +104,12 @@ func (f *factory) Cluster(ctx context.Context) (*cluster.Client, error) {
 // Members connects to every management cluster the selection names (the kubeconfig of
 // --kubeconfig, else the KUBECONFIG list as client-go merges it).
 func (f *factory) Members(ctx context.Context, sel multicluster.Selection) ([]multicluster.Member, error) {
+	if err := f.guard("the management clusters of --contexts/--all-contexts"); err != nil {
+		return nil, err
+	}
 	opts := f.ClusterOptions()
 	opts.Context = ""
 	return multicluster.Open(ctx, opts, sel)
-}
-
-// addContextsFlags adds --contexts and --all-contexts, the choice of several management clusters.
-func addContextsFlags(cmd *cobra.Command, sel *multicluster.Selection) {
-	cmd.Flags().StringSliceVar(&sel.Contexts, "contexts", nil, "Run over these management clusters: kubeconfig contexts separated by commas (one table, a MANAGEMENT column)")
-	cmd.Flags().BoolVar(&sel.All, "all-contexts", false, "Run over every context of the kubeconfig (--kubeconfig, else the KUBECONFIG list merged as kubectl merges it)")
-}
-
-// checkContextsFlags refuses a selection that cannot work, before any file or cluster is read.
-func checkContextsFlags(cmd *cobra.Command, sel multicluster.Selection) error {
-	if !sel.Enabled() {
-		return nil
-	}
-	if cmd.Flags().Lookup("kubeconfig-context") != nil && cmd.Flags().Changed("kubeconfig-context") {
-		return usageErrorf("--kubeconfig-context names one management cluster: it cannot be combined with --contexts or --all-contexts")
-	}
-	if err := sel.Validate(); err != nil {
-		return usageError{err}
-	}
-	return nil
 }
 
 // multiExit ends a multi-management-cluster run with its exit code (multicluster.ExitCode).
@@ -141,6 +137,9 @@ type deps struct {
 	// Repository builds the provider repository client (offline: no network at all).
 	Repository func(ctx context.Context, offline bool) (*repository.Client, error)
 	Logger     func() *logging.Logger
+	// ClusterOptions select the management cluster (the global flags): for requests that
+	// connect by themselves (move) or read the kubeconfig (generate cluster).
+	ClusterOptions func() cluster.Options
 	// Members connects to the management clusters of --contexts/--all-contexts.
 	Members func(context.Context, multicluster.Selection) ([]multicluster.Member, error)
 }
@@ -149,7 +148,7 @@ func (f *factory) deps() deps {
 	return deps{
 		IO: f.IO, Config: f.Config, Cluster: f.Cluster,
 		OptionalCluster: f.OptionalCluster, Repository: f.repositoryClient, Logger: f.Logger,
-		Members: f.Members,
+		Members: f.Members, ClusterOptions: f.ClusterOptions,
 	}
 }
 

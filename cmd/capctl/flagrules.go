@@ -1,14 +1,22 @@
 package main
 
 import (
+	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // This file is the one home of the flag rules several commands share: -n/--namespace with
-// -A/--all-namespaces, and the syntax of a namespace or cluster name given on the command line.
+// -A/--all-namespaces, the syntax of a namespace or cluster name given on the command line,
+// --contexts/--all-contexts against --kubeconfig-context, durations that must be positive and
+// timeouts given in seconds.
 
 // addNamespaceFlags adds -n/--namespace and -A/--all-namespaces, marked mutually exclusive with
 // cobra's own rule (the error is a usage error: applyInvocationRules types it).
@@ -36,4 +44,73 @@ func validateNamespace(namespace string) error {
 		return usageErrorf("invalid namespace %q: %s", namespace, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// addContextsFlags adds --contexts and --all-contexts, the choice of several management clusters.
+func addContextsFlags(cmd *cobra.Command, sel *multicluster.Selection) {
+	cmd.Flags().StringSliceVar(&sel.Contexts, "contexts", nil, "Run over these management clusters: kubeconfig contexts separated by commas (one table, a MANAGEMENT column)")
+	cmd.Flags().BoolVar(&sel.All, "all-contexts", false, "Run over every context of the kubeconfig (--kubeconfig, else the KUBECONFIG list merged as kubectl merges it)")
+}
+
+// checkContextsFlags refuses a selection that cannot work, before any file or cluster is read.
+func checkContextsFlags(fl *pflag.FlagSet, sel multicluster.Selection) error {
+	if !sel.Enabled() {
+		return nil
+	}
+	if fl.Lookup("kubeconfig-context") != nil && fl.Changed("kubeconfig-context") {
+		return usageErrorf("--kubeconfig-context names one management cluster: it cannot be combined with --contexts or --all-contexts")
+	}
+	if err := sel.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// positiveDuration is the pflag.Value of a duration flag that must be positive (a timeout, an
+// interval): a zero or negative value is a flag error while flags are parsed, before anything
+// is read. Its type is "duration", as pflag's own.
+type positiveDuration struct{ p *time.Duration }
+
+func (v positiveDuration) String() string { return v.p.String() }
+func (v positiveDuration) Type() string   { return "duration" }
+
+func (v positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return errors.New("must be positive, like 30s or 5m")
+	}
+	*v.p = d
+	return nil
+}
+
+// positiveDurationVar adds a duration flag that refuses zero and negative values.
+func positiveDurationVar(fl *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fl.Var(positiveDuration{p}, name, usage)
+}
+
+// seconds is the pflag.Value of a timeout given as a whole number of seconds (clusterctl's
+// --wait-provider-timeout), stored as a time.Duration; its type is "int", as clusterctl's flag.
+// The feature's request says whether zero is allowed (init and upgrade refuse it).
+type seconds struct{ p *time.Duration }
+
+func (v seconds) String() string { return strconv.Itoa(int(*v.p / time.Second)) }
+func (v seconds) Type() string   { return "int" }
+
+func (v seconds) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return err
+	}
+	*v.p = time.Duration(n) * time.Second
+	return nil
+}
+
+// secondsVar adds a flag of whole seconds stored into p.
+func secondsVar(fl *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fl.Var(seconds{p}, name, usage)
 }

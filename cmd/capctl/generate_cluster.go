@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
@@ -31,13 +32,15 @@ type generateClusterOptions struct {
 	Offline     bool
 	Output      output.Format
 	WriteTo     string
+
+	flags                *pflag.FlagSet
+	cpCount, workerCount int64
 }
 
 // newCmdGenerateCluster builds `generate cluster`; runF replaces the run (tests capture the
 // options without a cluster).
 func newCmdGenerateCluster(f *factory, runF func(*generateClusterOptions) error) *cobra.Command {
 	o := &generateClusterOptions{deps: f.deps(), Kubeconfig: f.ClusterOptions}
-	var cpCount, workerCount int64
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Generate the YAML of a workload cluster from a template",
@@ -58,30 +61,16 @@ added to the output.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Request.Name = args[0]
-			if cmd.Flags().Changed("control-plane-machine-count") {
-				o.Request.ControlPlaneMachineCount = &cpCount
-			}
-			if cmd.Flags().Changed("worker-machine-count") {
-				o.Request.WorkerMachineCount = &workerCount
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return asUsageError(o.run(cmd.Context()))
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runGenerateCluster)
 	r := &o.Request
 	fl := cmd.Flags()
+	o.flags = fl
 	fl.StringVarP(&r.Source.Infrastructure, "infrastructure", "i", "", "Infrastructure provider NAME[:VERSION] to take the template from. Default: the one installed in the management cluster")
 	fl.StringVarP(&r.Source.Flavor, "flavor", "f", "", "Template flavor: reads cluster-template-FLAVOR.yaml (none: cluster-template.yaml)")
 	fl.StringVar(&r.KubernetesVersion, "kubernetes-version", "", "Kubernetes version of the cluster (KUBERNETES_VERSION). Default: the environment or config, else the template's")
-	fl.Int64Var(&cpCount, "control-plane-machine-count", 1, "Number of control plane machines (CONTROL_PLANE_MACHINE_COUNT); without the flag the environment or config may set it")
-	fl.Int64Var(&workerCount, "worker-machine-count", 0, "Number of worker machines (WORKER_MACHINE_COUNT); without the flag the environment or config may set it")
+	fl.Int64Var(&o.cpCount, "control-plane-machine-count", 1, "Number of control plane machines (CONTROL_PLANE_MACHINE_COUNT); without the flag the environment or config may set it")
+	fl.Int64Var(&o.workerCount, "worker-machine-count", 0, "Number of worker machines (WORKER_MACHINE_COUNT); without the flag the environment or config may set it")
 	fl.StringVarP(&r.TargetNamespace, "target-namespace", "n", "", "Namespace of the cluster's objects (NAMESPACE). Default: the kubeconfig context's namespace, else default")
 	fl.StringVar(&r.Source.From, "from", "", "Read the template from a file, an http(s) URL, a GitHub file URL (…/blob/REF/PATH) or - for stdin")
 	fl.StringVar(&r.Source.ConfigMap, "from-config-map", "", "Read the template from this ConfigMap in the management cluster")
@@ -93,23 +82,31 @@ added to the output.`,
 	fl.BoolVar(&o.Offline, "offline", false, "Read provider templates only from local repositories, the overrides folder and the cache (no network)")
 	addValuesFlags(cmd, &r.Values)
 	addObjectsFormatFlag(cmd, &o.Output)
+	cmd.MarkFlagsMutuallyExclusive("list-variables", "write-to") // the listing goes to stdout
 	return cmd
 }
 
-// validate checks the input before anything is read: the request's own checks, then the output.
-func (o *generateClusterOptions) validate() error {
-	if err := asUsageError(o.Request.Validate()); err != nil {
-		return err
+// complete takes the cluster's name and the machine counts that were given, and checks the
+// request, before anything is read.
+func (o *generateClusterOptions) complete(args []string) error {
+	o.Request.Name = args[0]
+	if o.flags.Changed("control-plane-machine-count") {
+		o.Request.ControlPlaneMachineCount = &o.cpCount
 	}
-	if o.Request.ListVariables && o.WriteTo != "" {
-		return usageErrorf("--list-variables prints to stdout; it cannot be combined with --write-to")
+	if o.flags.Changed("worker-machine-count") {
+		o.Request.WorkerMachineCount = &o.workerCount
 	}
-	return nil
+	return asUsageError(o.Request.Validate())
 }
 
-// run completes the request with what this run has (config, kubeconfig, clients), makes the one
-// pkg/templates call and prints its answer.
-func (o *generateClusterOptions) run(ctx context.Context) error {
+// runGenerateCluster completes the request with what this run has (config, kubeconfig,
+// clients), makes the one pkg/templates call and prints its answer; an input error found then
+// is a usage error.
+func runGenerateCluster(ctx context.Context, o *generateClusterOptions) error {
+	return asUsageError(generateCluster(ctx, o))
+}
+
+func generateCluster(ctx context.Context, o *generateClusterOptions) error {
 	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err

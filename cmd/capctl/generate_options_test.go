@@ -102,7 +102,7 @@ current-context: x
 		Request:    templates.ClusterRequest{Name: "c1", Source: templates.Source{From: "-"}},
 		Output:     output.Text,
 	}
-	if err := o.run(context.Background()); err != nil {
+	if err := runGenerateCluster(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	if want := "apiVersion: v1\ndata:\n  workers: \"2\"\nkind: ConfigMap\nmetadata:\n  name: c1\n  namespace: from-kc\n"; out.String() != want || errOut.Len() != 0 {

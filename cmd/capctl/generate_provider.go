@@ -51,21 +51,19 @@ func newCmdGenerateProvider(f *factory, runF func(*GenerateProviderOptions) erro
   capctl generate provider --core cluster-api --describe
   capctl generate provider --bootstrap kubeadm:v1.14.0 --target-namespace capi-kubeadm --write-to bootstrap.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runGenerateProvider(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runGenerateProvider),
 	}
 	fl := cmd.Flags()
+	var typeFlags []string
 	for _, t := range provider.Types {
 		o.byType[t] = new(string)
-		fl.StringVarP(o.byType[t], strings.TrimPrefix(t.Flag(), "--"), t.FlagShorthand(), "", fmt.Sprintf("%s to generate, as NAME[:VERSION] (default version: latest)", t))
+		name := strings.TrimPrefix(t.Flag(), "--")
+		fl.StringVarP(o.byType[t], name, t.FlagShorthand(), "", fmt.Sprintf("%s to generate, as NAME[:VERSION] (default version: latest)", t))
+		typeFlags = append(typeFlags, name)
 	}
+	// Exactly one provider flag: cobra's rules.
+	cmd.MarkFlagsOneRequired(typeFlags...)
+	cmd.MarkFlagsMutuallyExclusive(typeFlags...)
 	fl.StringVarP(&o.TargetNamespace, "target-namespace", "n", "", "Namespace to put the provider in (default: the one in its components)")
 	fl.BoolVar(&o.Describe, "describe", false, "Describe the provider (version, contract, variables, images) instead of printing its components")
 	fl.BoolVar(&o.Raw, "raw", false, "Leave variables unsubstituted")
@@ -75,22 +73,16 @@ func newCmdGenerateProvider(f *factory, runF func(*GenerateProviderOptions) erro
 	return cmd
 }
 
-// complete picks the one provider flag given and parses its reference.
-func (o *GenerateProviderOptions) complete() error {
-	var set, flags []string
+// complete picks the one provider flag given (cobra refuses none or several) and parses its
+// reference.
+func (o *GenerateProviderOptions) complete([]string) error {
 	for _, t := range provider.Types {
-		flags = append(flags, t.Flag())
 		if *o.byType[t] != "" {
-			set = append(set, t.Flag())
 			o.Type = t
 		}
 	}
-	switch len(set) {
-	case 0:
-		return usageErrorf("one of %s is required", strings.Join(flags, ", "))
-	case 1:
-	default:
-		return usageErrorf("only one of %s may be set", strings.Join(flags, ", "))
+	if o.Type == "" { // a provider flag given as ""
+		return usageErrorf("the provider flag needs NAME[:VERSION]")
 	}
 	ref, err := provider.ParseReference(*o.byType[o.Type], false)
 	if err != nil {

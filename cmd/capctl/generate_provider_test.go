@@ -89,7 +89,7 @@ func TestGenerateProviderBadInputs(t *testing.T) {
 		{[]string{"--infrastructure", ":v1"}, "name is empty"},
 		{[]string{"--infrastructure", "aws:1.2.x"}, "semantic version"},
 		{[]string{}, "is required"},
-		{[]string{"--core", "cluster-api", "-i", "docker"}, "only one of"},
+		{[]string{"--core", "cluster-api", "-i", "docker"}, "none of the others can be; [core infrastructure] were all set"},
 		{[]string{"-i", "docker", "-n", "Bad_NS"}, "--target-namespace"},
 	} {
 		_, errOut, code := runCapctl(t, append([]string{"generate", "provider", "--config", cfg}, tc.args...)...)

@@ -40,25 +40,27 @@ Variables are taken from --set, then --values, then the environment, then the co
 		Example: `  cat template.yaml | capctl generate yaml --set CLUSTER_NAME=c1 > c1.yaml
   capctl generate yaml --from https://example.org/template.yaml --list-variables`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Request.ListVariables && o.WriteTo != "" {
-				return usageErrorf("--list-variables prints to stdout; it cannot be combined with --write-to")
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return asUsageError(o.run(cmd.Context()))
-		},
+		RunE: leafRun(o, o.complete, runF, runGenerateYAML),
 	}
 	cmd.Flags().StringVar(&o.Request.From, "from", "-", "The YAML: a file, an http(s) URL, a GitHub file URL (…/blob/REF/PATH) or - for stdin")
 	cmd.Flags().BoolVar(&o.Request.ListVariables, "list-variables", false, "List the variables the YAML uses instead of processing it")
 	addObjectsFormatFlag(cmd, &o.Output)
 	cmd.Flags().StringVar(&o.WriteTo, "write-to", "", "Write the YAML to this file (mode 0600) instead of stdout")
 	addValuesFlags(cmd, &o.Request.Values)
+	cmd.MarkFlagsMutuallyExclusive("list-variables", "write-to") // the listing goes to stdout
 	return cmd
 }
 
-func (o *generateYAMLOptions) run(ctx context.Context) error {
+// complete has nothing to add: the flags are the request, which pkg/templates checks as it reads.
+func (o *generateYAMLOptions) complete([]string) error { return nil }
+
+// runGenerateYAML makes the one templates.GenerateYAML call and prints the objects or the
+// variables; an input error is a usage error.
+func runGenerateYAML(ctx context.Context, o *generateYAMLOptions) error {
+	return asUsageError(generateYAML(ctx, o))
+}
+
+func generateYAML(ctx context.Context, o *generateYAMLOptions) error {
 	cfg, err := o.Config(ctx)
 	if err != nil {
 		return err

@@ -58,23 +58,16 @@ func newCmdGetKubeconfig(f *factory, runF func(*GetKubeconfigOptions) error) *co
 			}
 			return completeClusterNames(cmd.Context(), f, o.Namespace), cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ClusterName = args[0]
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runGetKubeconfig(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runGetKubeconfig),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the workload cluster. If unspecified, the kubeconfig context's namespace")
 	cmd.Flags().StringVar(&o.WriteTo, "write-to", "", "Write the kubeconfig to this file (mode 0600) instead of printing it")
 	return cmd
 }
 
-func (o *GetKubeconfigOptions) validate() error {
+// complete takes the cluster's name and checks it, before any cluster is contacted.
+func (o *GetKubeconfigOptions) complete(args []string) error {
+	o.ClusterName = args[0]
 	return validateClusterRef(o.ClusterName, o.Namespace)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/diagnose"
@@ -18,6 +19,8 @@ type GetProvidersOptions struct {
 	Output output.Format
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
+
+	flags *pflag.FlagSet
 }
 
 func newCmdGetProviders(f *factory, runF func(*GetProvidersOptions) error) *cobra.Command {
@@ -40,23 +43,21 @@ cluster, 1 failure.`),
   capctl get providers -o yaml
   capctl get providers --all-contexts`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run(cmd.Context())
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runGetProviders)
+	o.flags = cmd.Flags()
 	addFormatFlag(cmd, &o.Output, "json and yaml print every provider with its Deployments and webhook checks")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
-// Run reads the providers and prints them.
-func (o *GetProvidersOptions) Run(ctx context.Context) error {
+// complete checks the management clusters chosen, before any is contacted.
+func (o *GetProvidersOptions) complete([]string) error {
+	return checkContextsFlags(o.flags, o.Contexts)
+}
+
+// runGetProviders makes the one diagnose.Providers (or ProvidersEach) call and prints them.
+func runGetProviders(ctx context.Context, o *GetProvidersOptions) error {
 	if o.Contexts.Enabled() {
 		members, err := o.Members(ctx, o.Contexts)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,8 +49,6 @@ type InitOptions struct {
 	deps
 	clusterinit.Options
 	Output output.Format
-
-	waitSeconds int
 }
 
 const initLong = `
@@ -92,20 +89,12 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 		Long:    strings.TrimSpace(initLong),
 		Example: strings.TrimSpace(initExample),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runInit(cmd.Context(), o)
-		},
+		RunE:    leafRun(o, o.complete, runF, runInit),
 	}
 	addProviderFlags(cmd, &o.Selection, &o.TargetNamespace)
 	fl := cmd.Flags()
 	fl.BoolVar(&o.WaitProviders, "wait-providers", true, "Wait until the providers work: Deployments available, webhook Services with endpoints, CA injected")
-	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(clusterinit.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for the providers to work (with --wait-providers)")
+	secondsVar(fl, &o.WaitProviderTimeout, "wait-provider-timeout", clusterinit.DefaultWaitProviderTimeout, "Seconds to wait for the providers to work (with --wait-providers)")
 	fl.BoolVar(&o.Validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
 	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
@@ -113,9 +102,8 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 	return cmd
 }
 
-// complete checks the flags and fills what derives from them, before any network or cluster call.
-func (o *InitOptions) complete() error {
-	o.WaitProviderTimeout = time.Duration(o.waitSeconds) * time.Second
+// complete checks the request the flags filled, before any network or cluster call.
+func (o *InitOptions) complete([]string) error {
 	if err := o.Check(); err != nil {
 		return usageError{err}
 	}
@@ -172,19 +160,19 @@ func newCmdInitListImages(f *factory, runF func(*ListImagesOptions) error) *cobr
   # Images of a first init with the Docker provider, pinned
   capctl init list-images --core cluster-api:v1.14.0 -b kubeadm:v1.14.0 -c kubeadm:v1.14.0 -i docker:v1.14.0`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.request().Validate(); err != nil {
-				return usageError{err}
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runListImages(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runListImages),
 	}
 	o.add(cmd)
 	addFormatFlag(cmd, &o.Output, "text prints one image per line")
 	return cmd
+}
+
+// complete checks the request the flags filled, before any network or cluster call.
+func (o *ListImagesOptions) complete([]string) error {
+	if err := o.request().Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // runListImages makes the one clusterinit.ListImages call and prints the images.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdMov
 
 // moveOptions are the flags of `capctl move`.
 type moveOptions struct {
+	deps
 	toKubeconfig     string
 	toContext        string
 	namespace        string
@@ -45,7 +45,7 @@ type moveOptions struct {
 }
 
 func newCmdMove(f *factory, runF func(*moveOptions) error) *cobra.Command {
-	o := &moveOptions{}
+	o := &moveOptions{deps: f.deps()}
 	cmd := &cobra.Command{
 		GroupID: groupManagement,
 		Use:     "move",
@@ -89,15 +89,7 @@ contract than the source is refused.`),
   capctl move -A --to-directory ./backup
   capctl move --from-directory ./backup --to-kubeconfig target.kubeconfig`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(f); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.run(cmd.Context(), f)
-		},
+		RunE: leafRun(o, o.complete, runF, runMove),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "Path to the kubeconfig file of the target management cluster")
@@ -109,7 +101,7 @@ contract than the source is refused.`),
 	fl.StringVar(&o.fromDirectory, "from-directory", "", "Restore the objects of a capctl backup directory into --to-kubeconfig")
 	fl.BoolVar(&o.resume, "resume", false, "Finish the unfinished move recorded in the source cluster's journal")
 	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
-	fl.DurationVar(&o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
+	positiveDurationVar(fl, &o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
 	fl.IntVar(&o.parallelism, "parallelism", move.DefaultParallelism, "How many objects of one owner level are written at once")
 	fl.BoolVar(&o.acceptLoss, "accept-conversion-loss", false, "Move even when converting objects to the target's API versions (a v1beta1 to v1beta2 management cluster) loses values; the dry run lists them, the journal and the report record them")
 	fl.DurationVar(&o.settle, "settle", move.DefaultSettle, "After the move, watch the moved clusters in the target this long and report Machines created or deleted, provider IDs changed, or Available lost")
@@ -121,49 +113,37 @@ contract than the source is refused.`),
 	return cmd
 }
 
-// complete checks the flags and builds the request, before anything connects.
-func (o *moveOptions) complete(f *factory) error {
-	if o.fromDirectory != "" && f.global.kubeconfig != "" {
-		return usageErrorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
-	}
+// complete builds the one move request from the flags and the global ones and checks it, before
+// anything connects.
+func (o *moveOptions) complete([]string) error {
 	if err := validateNamespace(o.namespace); err != nil {
 		return err
-	}
-	if o.blockMoveTimeout <= 0 {
-		return usageErrorf("--block-move-timeout must be positive")
 	}
 	maxBackup, err := userinput.ParseSize(o.maxBackupSize)
 	if err != nil {
 		return usageErrorf("--max-backup-size: %v", err)
 	}
-	if o.parallelism < 1 || o.parallelism > 256 {
+	if o.parallelism < 1 {
+		// 0 is the request's default: the flag, whose default is that value, refuses it.
 		return usageErrorf("--parallelism must be between 1 and 256")
 	}
-	// The same kubeconfig file and context for source and target is refused before connecting;
-	// the same cluster reached another way is caught by the move itself.
-	if o.toKubeconfig != "" && f.global.kubeconfig != "" {
-		a, _ := filepath.Abs(o.toKubeconfig)
-		b, _ := filepath.Abs(f.global.kubeconfig)
-		if a == b && o.toContext == f.global.kubeconfigContext {
-			return usageErrorf("--to-kubeconfig is the source kubeconfig (%s, same context): the target must be another management cluster", o.toKubeconfig)
-		}
-	}
 	// API server warnings (deprecated kinds, ...) are shown once each, as kubectl does.
-	warnings := rest.NewWarningWriter(f.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	warnings := rest.NewWarningWriter(o.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	src := o.ClusterOptions()
 	req := move.Request{
-		Source:        f.ClusterOptions(),
+		Source:        src,
 		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle, PlanReplacement: o.planReplacement, Abandon: o.abandon,
 		Options: move.Options{
 			Scope:  move.Scope{Namespace: o.namespace, AllNamespaces: o.allNamespaces, Clusters: o.clusters},
 			Resume: o.resume, RestartTarget: o.restartTarget, BlockMoveTimeout: o.blockMoveTimeout, Parallelism: o.parallelism, MaxBackupSize: maxBackup,
 			AcceptConversionLoss: o.acceptLoss, Settle: o.settle,
-			Log: f.Logger(), Progress: output.NewProgress(f.IO).Counter(map[string]string{
+			Log: o.Logger(), Progress: output.NewProgress(o.IO).Counter(map[string]string{
 				"create": "Creating objects in the target", "delete": "Deleting objects from the source"}),
 		},
 	}
 	req.Source.WarningHandler = warnings
 	if o.toKubeconfig != "" {
-		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, KubeconfigFlag: "--to-kubeconfig", Context: o.toContext, ConnectTimeout: f.global.connectTimeout, WarningHandler: warnings}
+		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, KubeconfigFlag: "--to-kubeconfig", Context: o.toContext, ConnectTimeout: src.ConnectTimeout, WarningHandler: warnings}
 	}
 	if err := req.Validate(); err != nil {
 		return usageError{err}
@@ -172,19 +152,21 @@ func (o *moveOptions) complete(f *factory) error {
 	return nil
 }
 
-func (o *moveOptions) run(ctx context.Context, f *factory) error {
+// runMove makes the one move.Run call and renders what it returned: the runbook, the plan, or
+// the report.
+func runMove(ctx context.Context, o *moveOptions) error {
 	res, err := move.Run(ctx, o.request)
 	if res == nil {
 		return err
 	}
 	if res.Replacement != nil {
-		return output.Render(f.IO.Out, o.output, res.Replacement, res.Replacement.WriteText)
+		return output.Render(o.IO.Out, o.output, res.Replacement, res.Replacement.WriteText)
 	}
 	if res.Abandoned != nil && err == nil {
-		return output.Render(f.IO.Out, o.output, res.Abandoned, res.Abandoned.WriteText)
+		return output.Render(o.IO.Out, o.output, res.Abandoned, res.Abandoned.WriteText)
 	}
 	if res.Plan != nil || (o.dryRun && len(res.Pending) > 0) {
-		if perr := output.Render(f.IO.Out, o.output, move.NewPlanView(res), func(w io.Writer) error { return move.RenderPlan(w, res) }); perr != nil {
+		if perr := output.Render(o.IO.Out, o.output, move.NewPlanView(res), func(w io.Writer) error { return move.RenderPlan(w, res) }); perr != nil {
 			return perr
 		}
 		return err
@@ -194,11 +176,11 @@ func (o *moveOptions) run(ctx context.Context, f *factory) error {
 		return err
 	}
 	view := move.ReportText{Result: res, FromDirectory: o.fromDirectory != "", ToDirectory: o.toDirectory != "", Err: err}
-	if perr := output.Render(f.IO.Out, o.output, rep, view.WriteText); perr != nil {
+	if perr := output.Render(o.IO.Out, o.output, rep, view.WriteText); perr != nil {
 		return perr
 	}
 	if !o.output.Structured() {
-		_ = rep.WriteDifferences(f.IO.ErrOut)
+		_ = rep.WriteDifferences(o.IO.ErrOut)
 	}
 	return err
 }

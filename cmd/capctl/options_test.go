@@ -26,22 +26,42 @@ import (
 var errNoCluster = errors.New("test: no cluster may be contacted while parsing flags")
 
 // parseOptions runs a command's constructor with args and captures the Options its run function
-// would get, without any cluster, network or file access.
+// would get, with a factory that cannot reach any cluster (noClusterFactory).
 func parseOptions[T any](t *testing.T, build func(*factory, func(*T) error) *cobra.Command, args ...string) (*T, error) {
 	t.Helper()
-	io, _, _, _ := iostreams.Test()
-	f := newFactory(io)
+	got, _, err := parseOptionsWith(t, noClusterFactory(t), build, args...)
+	return got, err
+}
+
+// parseOptionsWith is parseOptions with the factory given; it also returns the command built.
+func parseOptionsWith[T any](t *testing.T, f *factory, build func(*factory, func(*T) error) *cobra.Command, args ...string) (*T, *cobra.Command, error) {
+	t.Helper()
 	var got *T
 	cmd := build(f, func(o *T) error { got = o; return nil })
 	cmd.SetArgs(args)
-	cmd.SetOut(io.Out)
-	cmd.SetErr(io.ErrOut)
+	cmd.SetOut(f.IO.Out)
+	cmd.SetErr(f.IO.ErrOut)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.Execute()
 	if err == nil && got == nil {
 		t.Fatalf("%v: run function not called", args)
 	}
-	return got, err
+	return got, cmd, err
+}
+
+// noClusterFactory is a factory that cannot reach any cluster: KUBECONFIG names a file that does
+// not exist, and asking it for a cluster (or the management clusters of --contexts, or the
+// provider repositories) fails the test. Flag parsing (complete) must never need one.
+func noClusterFactory(t *testing.T) *factory {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-such-kubeconfig"))
+	io, _, _, _ := iostreams.Test()
+	f := newFactory(io)
+	f.clientGuard = func(what string) error {
+		t.Errorf("%s was asked for while the flags were parsed", what)
+		return errNoCluster
+	}
+	return f
 }
 
 func TestInitFlagsToOptions(t *testing.T) {
@@ -167,7 +187,7 @@ func TestRunWithTestClients(t *testing.T) {
 		t.Errorf("get kubeconfig: %v", err)
 	}
 	out.Reset()
-	if err := runVersion(out, output.Short, version.Info{GitVersion: "v9.9.9"}); err != nil || out.String() != "v9.9.9\n" {
+	if err := runVersion(context.Background(), &VersionOptions{deps: d, Output: output.Short, Info: version.Info{GitVersion: "v9.9.9"}}); err != nil || out.String() != "v9.9.9\n" {
 		t.Errorf("version short: %q %v", out.String(), err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 
@@ -40,6 +41,8 @@ type PluginListOptions struct {
 	Output output.Format
 	// Builtin tells whether a first word is a built-in command (the root's commands).
 	Builtin func(string) bool
+
+	root func() *cobra.Command
 }
 
 // newCmdPluginList builds `capctl plugin list`; runF, when set, replaces running it (tests).
@@ -57,19 +60,21 @@ The exit code is 0 also when there are warnings.`),
 		Example: `  capctl plugin list
   capctl plugin list -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Builtin = builtinCommand(cmd.Root())
-			if runF != nil {
-				return runF(o)
-			}
-			return runPluginList(o)
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runPluginList)
+	o.root = cmd.Root
 	addFormatFlag(cmd, &o.Output, "")
 	return cmd
 }
 
-func runPluginList(o *PluginListOptions) error {
+// complete learns the built-in commands, which plugins never replace.
+func (o *PluginListOptions) complete([]string) error {
+	o.Builtin = builtinCommand(o.root())
+	return nil
+}
+
+// runPluginList makes the one plugin.List call and prints the plugins.
+func runPluginList(_ context.Context, o *PluginListOptions) error {
 	entries := plugin.List(plugin.SearchPath(), o.Builtin)
 	return output.Render(o.IO.Out, o.Output, entries, func(w io.Writer) error {
 		if len(entries) == 0 {

@@ -39,11 +39,8 @@ type MirrorOptions struct {
 	Output      output.Format
 }
 
-// MirrorRef is one provider to mirror, named by its label.
-type MirrorRef struct {
-	Label, Name, Version string
-	Type                 provider.Type
-}
+// MirrorRef is one provider to mirror (or whose cache to clean), named by its label.
+type MirrorRef = provider.LabelReference
 
 // defaultMirror is what `capctl init` installs on a first run.
 var defaultMirror = []string{"cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm"}
@@ -66,18 +63,11 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 		Long:  mirrorLong,
 		Example: `  capctl repository mirror --to /srv/capi-mirror infrastructure-docker:v1.14.0 cluster-api:v1.14.0
   capctl repository mirror --to ./mirror >> ~/.config/cluster-api/clusterctl.yaml`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(args); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runMirror(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runMirror),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.To, "to", "", "Folder of the local repository to write (created if missing)")
+	_ = cmd.MarkFlagRequired("to")
 	fl.BoolVar(&o.CertManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
 	fl.BoolVar(&o.Pre, "pre", false, "Let 'latest' pick pre-releases")
 	fl.BoolVar(&o.Offline, "offline", false, "Use only local repositories, the overrides folder and the cache (no network)")
@@ -88,7 +78,7 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 // complete checks --to and parses the provider labels (default: what a first init installs).
 func (o *MirrorOptions) complete(args []string) error {
 	if o.To == "" {
-		return usageErrorf("--to DIR is required")
+		return usageErrorf("--to DIR is required") // given as ""; cobra refuses it missing
 	}
 	if st, err := os.Stat(o.To); err == nil && !st.IsDir() {
 		return usageErrorf("--to %s is a file, not a folder", o.To)
@@ -98,17 +88,11 @@ func (o *MirrorOptions) complete(args []string) error {
 	}
 	o.Providers = nil
 	for _, a := range args {
-		label, version, _ := strings.Cut(a, ":")
-		t, name, ok := provider.ParseManifestLabel(label)
-		if !ok {
-			return usageErrorf("%q is not a provider label: use TYPE-NAME[:VERSION] such as cluster-api, bootstrap-kubeadm, infrastructure-aws:v2.8.1", a)
+		ref, err := provider.ParseLabelReference(a, true)
+		if err != nil {
+			return usageError{err}
 		}
-		if strings.Contains(a, ":") {
-			if err := provider.ValidateVersion(version); err != nil || version == "" {
-				return usageErrorf("invalid provider %q: the version after ':' must look like v1.2.3", a)
-			}
-		}
-		o.Providers = append(o.Providers, MirrorRef{Label: label, Name: name, Version: version, Type: t})
+		o.Providers = append(o.Providers, ref)
 	}
 	return nil
 }

@@ -58,36 +58,22 @@ output names them. Local repositories are never cached.`,
   capctl repository cache clean cluster-api
   capctl repository cache clean`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(args); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runRepositoryCacheClean(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runRepositoryCacheClean),
 	}
 	addFormatFlag(cmd, &o.Output, "json and yaml print what was removed")
 	return cmd
 }
 
+// complete parses the provider label, if one is given (a cached version is never "latest").
 func (o *RepositoryCacheCleanOptions) complete(args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	a := args[0]
-	label, version, hasVersion := strings.Cut(a, ":")
-	t, name, ok := provider.ParseManifestLabel(label)
-	if !ok {
-		return usageErrorf("%q is not a provider label: use TYPE-NAME[:VERSION] such as cluster-api, bootstrap-kubeadm, infrastructure-aws:v2.8.1", a)
+	ref, err := provider.ParseLabelReference(args[0], false)
+	if err != nil {
+		return usageError{err}
 	}
-	if hasVersion {
-		if err := provider.ValidateVersion(version); err != nil || version == "" || version == "latest" {
-			return usageErrorf("invalid provider %q: the version after ':' must look like v1.2.3", a)
-		}
-	}
-	o.Provider = &MirrorRef{Label: label, Name: name, Version: version, Type: t}
+	o.Provider = &ref
 	return nil
 }
 

@@ -10,6 +10,9 @@ import (
 // the environment settings pkg/config resolves). offline forbids all network access (local
 // repositories, overrides and the cache only).
 func (f *factory) repositoryClient(ctx context.Context, offline bool) (*repository.Client, error) {
+	if err := f.guard("the provider repositories"); err != nil {
+		return nil, err
+	}
 	cfg, err := f.Config(ctx)
 	if err != nil {
 		return nil, err

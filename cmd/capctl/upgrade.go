@@ -5,17 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/upgrade"
-	"github.com/capctl/capctl/pkg/versions"
 )
 
 func init() { registerCommand(newCmdUpgrade) }
@@ -58,18 +59,18 @@ had done. With NAME, show that rollout.`),
   capctl upgrade history -o json
   capctl upgrade history fleet-upgrade-20261205-020000-a1b2c3`),
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Request.Name = args[0]
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runUpgradeHistory(cmd.Context(), o)
-		},
+		RunE: leafRun(o, o.complete, runF, runUpgradeHistory),
 	}
 	addFormatFlag(cmd, &o.Output, "json and yaml print the records")
 	return cmd
+}
+
+// complete takes the rollout's name, if one is given.
+func (o *UpgradeHistoryOptions) complete(args []string) error {
+	if len(args) == 1 {
+		o.Request.Name = args[0]
+	}
+	return nil
 }
 
 // runUpgradeHistory makes the one fleetupgrade.History call and prints the records (or the one named).
@@ -100,6 +101,7 @@ type UpgradePlanOptions struct {
 	Contexts multicluster.Selection
 
 	maxParallel string
+	flags       *pflag.FlagSet
 }
 
 const upgradePlanLong = `
@@ -139,37 +141,9 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
   capctl upgrade plan --kubernetes-version v1.33.2 --contexts eu-1,us-1
   capctl upgrade plan --kubernetes-version v1.33.2 -l env=prod --save plan.json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.KubernetesVersion != "" {
-				v, _, err := versions.Kubernetes(o.KubernetesVersion)
-				if err != nil {
-					return usageError{err}
-				}
-				o.KubernetesVersion = v // 1.34.1 and v1.34.1 alike, as generate cluster accepts them
-			}
-			if err := checkFleetSelection(cmd, o.KubernetesVersion); err != nil {
-				return err
-			}
-			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
-				return err
-			}
-			if o.KubernetesVersion == "" {
-				for _, name := range append([]string{"save"}, rolloutFlagNames...) {
-					if cmd.Flags().Changed(name) {
-						return usageErrorf("--%s saves or shapes a fleet plan: it needs --kubernetes-version", name)
-					}
-				}
-			} else if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
-				return usageError{err}
-			} else if err := o.FleetPlanRequest.Validate(); err != nil {
-				return usageError{err}
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runUpgradePlan(cmd.Context(), o)
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runUpgradePlan)
+	o.flags = cmd.Flags()
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
 	cmd.Flags().StringVar(&o.Save, "save", "", "With --kubernetes-version: also write the plan to this file (0600) for review and `upgrade apply --plan`")
 	addRolloutFlags(cmd, &o.Rollout, &o.maxParallel)
@@ -177,6 +151,32 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	addFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
+}
+
+// complete checks the flags and completes the fleet plan's request (with --kubernetes-version),
+// before any cluster call.
+func (o *UpgradePlanOptions) complete([]string) error {
+	if err := checkFleetSelection(o.flags, o.KubernetesVersion); err != nil {
+		return err
+	}
+	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
+		return err
+	}
+	if o.KubernetesVersion == "" {
+		for _, name := range append([]string{"save"}, rolloutFlagNames...) {
+			if o.flags.Changed(name) {
+				return usageErrorf("--%s saves or shapes a fleet plan: it needs --kubernetes-version", name)
+			}
+		}
+		return nil
+	}
+	if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
+		return usageError{err}
+	}
+	if err := o.FleetPlanRequest.Complete(); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // runUpgradePlan makes the fleet plan (with --kubernetes-version) or the providers' plan.
@@ -257,11 +257,10 @@ func (d deps) catalog(ctx context.Context) (upgrade.RepositoryCatalog, error) {
 // upgrade request.
 type UpgradeApplyOptions struct {
 	deps
-	Request       upgrade.Request
-	WaitProviders bool
-	WaitTimeout   time.Duration
-	DryRun        bool
-	Output        output.Format
+	Request upgrade.Request
+	// ApplyOptions are the provider upgrade's options (DryRun also serves the fleet's).
+	upgrade.ApplyOptions
+	Output output.Format
 	// Fleet is the one request of `apply --kubernetes-version` (the workload clusters'
 	// Kubernetes); Request is unused then.
 	Fleet         *fleetupgrade.FleetApplyRequest
@@ -280,7 +279,7 @@ type UpgradeApplyOptions struct {
 	timeout           time.Duration
 	core              string
 	refs              map[provider.Type]*[]string
-	waitSeconds       int
+	flags             *pflag.FlagSet
 }
 
 const upgradeApplyLong = `
@@ -333,32 +332,9 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
   capctl upgrade apply --kubernetes-version v1.35.1 --wave 1 -n prod --dry-run
   capctl upgrade apply --kubernetes-version v1.35.1 --all-contexts`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkContextsFlags(cmd, o.Contexts); err != nil {
-				return err
-			}
-			if o.Contexts.Enabled() && o.kubernetesVersion == "" {
-				return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
-			}
-			fleet := o.kubernetesVersion != "" || o.plan != "" || cmd.Flags().Changed("wave") || cmd.Flags().Changed("timeout") || o.noWait
-			for _, name := range rolloutFlagNames {
-				fleet = fleet || cmd.Flags().Changed(name)
-			}
-			if fleet {
-				if err := o.completeFleet(cmd); err != nil {
-					return err
-				}
-			} else if err := checkFleetSelection(cmd, ""); err != nil {
-				return err
-			} else if err := o.complete(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runUpgradeApply(cmd.Context(), o)
-		},
 	}
+	cmd.RunE = leafRun(o, o.complete, runF, runUpgradeApply)
+	o.flags = cmd.Flags()
 	fl := cmd.Flags()
 	fl.StringVar(&o.Request.Contract, "contract", "", "Upgrade every provider to the latest release of this contract (only v1beta2)")
 	fl.StringVar(&o.core, "core", "", "Core provider to upgrade, as [namespace/]cluster-api:version")
@@ -367,68 +343,77 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 		fl.StringSliceVarP(o.refs[t], strings.TrimPrefix(t.Flag(), "--"), t.FlagShorthand(), nil, fmt.Sprintf("%s to upgrade, as [namespace/]name:version", t))
 	}
 	fl.BoolVar(&o.WaitProviders, "wait-providers", false, "Wait for the upgraded providers to be available")
-	fl.IntVar(&o.waitSeconds, "wait-provider-timeout", int(upgrade.DefaultWaitProviderTimeout/time.Second), "Seconds to wait for each provider to be available (with --wait-providers)")
+	secondsVar(fl, &o.WaitTimeout, "wait-provider-timeout", upgrade.DefaultWaitProviderTimeout, "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
 	fl.StringVar(&o.plan, "plan", "", "Apply exactly the `file` saved by upgrade plan --kubernetes-version ... --save (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
 	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
 	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
-	fl.DurationVar(&o.timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
+	positiveDurationVar(fl, &o.timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
 	// A saved plan is applied exactly: nothing may select or shape it again.
-	for _, name := range append([]string{"kubernetes-version", "wave", "namespace", "all-namespaces", "selector", "contract", "core"}, rolloutFlagNames...) {
+	for _, name := range append([]string{"kubernetes-version", "wave", "namespace", "all-namespaces", "selector"}, rolloutFlagNames...) {
 		cmd.MarkFlagsMutuallyExclusive("plan", name)
+	}
+	// The workload clusters' upgrade (--kubernetes-version or --plan) is not a provider upgrade.
+	for _, fleet := range []string{"kubernetes-version", "plan"} {
+		for _, name := range providerUpgradeFlags {
+			cmd.MarkFlagsMutuallyExclusive(fleet, name)
+		}
 	}
 	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	addContextsFlags(cmd, &o.Contexts)
 	return cmd
 }
 
-// completeFleet builds the fleet request of --kubernetes-version and checks it, before any
-// cluster call.
-func (o *UpgradeApplyOptions) completeFleet(cmd *cobra.Command) error {
-	if o.plan != "" {
-		if err := o.checkWorkloadOnly(cmd, "--plan"); err != nil {
-			return err
-		}
-		o.Fleet = &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
-		return o.validateFleet()
-	}
-	if o.kubernetesVersion == "" {
-		return usageErrorf("--wave, --timeout and the rollout flags (--%s) need --kubernetes-version or --plan", strings.Join(rolloutFlagNames, ", --"))
-	}
-	v, _, err := versions.Kubernetes(o.kubernetesVersion)
-	if err != nil {
-		return usageError{err}
-	}
-	o.kubernetesVersion = v
-	if err := checkFleetSelection(cmd, o.kubernetesVersion); err != nil {
+// complete builds the one request the flags make, the fleet's (--kubernetes-version, --plan,
+// or a flag that shapes a rollout) or the providers', and checks it, before any cluster call.
+func (o *UpgradeApplyOptions) complete([]string) error {
+	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
 		return err
 	}
-	if err := o.checkWorkloadOnly(cmd, "--kubernetes-version"); err != nil {
+	if o.Contexts.Enabled() && o.kubernetesVersion == "" {
+		return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
+	}
+	fleet := o.kubernetesVersion != "" || o.plan != "" || o.noWait
+	for _, name := range append([]string{"wave", "timeout"}, rolloutFlagNames...) {
+		fleet = fleet || o.flags.Changed(name)
+	}
+	if fleet {
+		return o.completeFleet()
+	}
+	if err := checkFleetSelection(o.flags, ""); err != nil {
 		return err
 	}
-	if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
-		return usageError{err}
-	}
-	sel := o.selection
-	if cmd.Flags().Changed("wave") {
-		w := o.wave
-		sel.Wave = &w
-	}
-	o.Fleet = &fleetupgrade.FleetApplyRequest{
-		KubernetesVersion: o.kubernetesVersion, Selection: sel, Rollout: o.rollout,
-		DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait,
-	}
-	return o.validateFleet()
+	return o.completeProviders()
 }
 
-// validateFleet checks the fleet request built from the flags, before any cluster call.
-func (o *UpgradeApplyOptions) validateFleet() error {
-	if err := o.Fleet.Validate(); err != nil {
+// completeFleet builds the fleet request of --kubernetes-version or --plan (the flags of a
+// provider upgrade are refused with them by cobra, see newCmdUpgradeApply).
+func (o *UpgradeApplyOptions) completeFleet() error {
+	req := &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
+	if o.plan == "" {
+		if o.kubernetesVersion == "" {
+			return usageErrorf("--wave, --timeout and the rollout flags (--%s) need --kubernetes-version or --plan", strings.Join(rolloutFlagNames, ", --"))
+		}
+		if err := checkFleetSelection(o.flags, o.kubernetesVersion); err != nil {
+			return err
+		}
+		if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
+			return usageError{err}
+		}
+		sel := o.selection
+		if o.flags.Changed("wave") {
+			w := o.wave
+			sel.Wave = &w
+		}
+		req.KubernetesVersion, req.Selection, req.Rollout = o.kubernetesVersion, sel, o.rollout
+	}
+	if err := req.Complete(); err != nil {
 		return usageError{err}
 	}
+	o.Fleet = req
 	return nil
 }
 
@@ -440,7 +425,7 @@ var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures", "soak"
 // goes to maxParallel, for Rollout.SetMaxParallel.
 func addRolloutFlags(cmd *cobra.Command, r *fleetupgrade.Rollout, maxParallel *string) {
 	fl := cmd.Flags()
-	fl.StringVar(maxParallel, "max-parallel", "1", "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
+	fl.StringVar(maxParallel, "max-parallel", strconv.Itoa(fleetupgrade.DefaultMaxParallel), "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
 	fl.IntVar(&r.Canary, "canary", 0, "With --kubernetes-version: make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
 	fl.IntVar(&r.MaxFailures, "max-failures", 0, "With --kubernetes-version: how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
 	fl.DurationVar((*time.Duration)(&r.Soak), "soak", 0, "With --kubernetes-version: after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
@@ -448,22 +433,15 @@ func addRolloutFlags(cmd *cobra.Command, r *fleetupgrade.Rollout, maxParallel *s
 	fl.StringVar(&r.Window, "window", "", "With --kubernetes-version: start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
 }
 
-// checkWorkloadOnly refuses, with the fleet flag (--kubernetes-version or --plan), the flags of
-// a provider upgrade, and a --timeout that is not positive.
-func (o *UpgradeApplyOptions) checkWorkloadOnly(cmd *cobra.Command, flag string) error {
-	if o.Request.Contract != "" || o.core != "" || cmd.Flags().Changed("wait-providers") {
-		return usageErrorf("%s upgrades the workload clusters: it cannot be combined with --contract, provider flags or --wait-providers", flag)
+// providerUpgradeFlags are the flags of a provider upgrade: --contract, the provider flags and
+// --wait-providers (--dry-run serves both upgrades).
+var providerUpgradeFlags = func() []string {
+	names := []string{"contract", "wait-providers"}
+	for _, t := range provider.Types {
+		names = append(names, strings.TrimPrefix(t.Flag(), "--"))
 	}
-	for _, t := range provider.Types[1:] {
-		if len(*o.refs[t]) > 0 {
-			return usageErrorf("%s cannot be combined with %s", flag, t.Flag())
-		}
-	}
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout must be positive, like 20m")
-	}
-	return nil
-}
+	return names
+}()
 
 // addFleetSelectionFlags adds the flags that pick the clusters of a fleet plan or apply.
 func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection, all *bool) {
@@ -473,8 +451,7 @@ func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection
 }
 
 // checkFleetSelection refuses selection flags without --kubernetes-version, and a namespace that is not a name (-n with -A is refused by cobra, see addNamespaceFlags).
-func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string) error {
-	fl := cmd.Flags()
+func checkFleetSelection(fl *pflag.FlagSet, kubernetesVersion string) error {
 	if kubernetesVersion == "" {
 		for _, name := range []string{"namespace", "all-namespaces", "selector"} {
 			if fl.Changed(name) {
@@ -486,12 +463,12 @@ func checkFleetSelection(cmd *cobra.Command, kubernetesVersion string) error {
 	return validateNamespace(fl.Lookup("namespace").Value.String())
 }
 
-// complete builds the upgrade request from the flags and checks it, before any cluster call.
-func (o *UpgradeApplyOptions) complete() error {
-	if o.waitSeconds <= 0 {
-		return usageErrorf("--wait-provider-timeout must be a positive number of seconds")
+// completeProviders builds the provider upgrade's request from the flags and checks it, before
+// any cluster call.
+func (o *UpgradeApplyOptions) completeProviders() error {
+	if err := o.ApplyOptions.Validate(); err != nil {
+		return usageError{err}
 	}
-	o.WaitTimeout = time.Duration(o.waitSeconds) * time.Second
 	o.Request.Providers = nil
 	for _, t := range provider.Types {
 		vals := []string{o.core}
@@ -537,9 +514,9 @@ func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := upgrade.Apply(ctx, c, cat, o.Request, upgrade.ApplyOptions{
-		DryRun: o.DryRun, WaitProviders: o.WaitProviders, WaitTimeout: o.WaitTimeout, Log: o.Logger(),
-	})
+	opts := o.ApplyOptions
+	opts.Log = o.Logger()
+	res, err := upgrade.Apply(ctx, c, cat, o.Request, opts)
 	if errors.Is(err, upgrade.ErrNothingToUpgrade) {
 		return upgrade.RenderNothingToUpgrade(o.IO.Out)
 	}

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +18,8 @@ func init() {
 type VersionOptions struct {
 	deps
 	Output output.Format
+	// Info is what is printed: this binary's build (tests give their own).
+	Info version.Info
 }
 
 // newCmdVersion builds `capctl version`; runF, when set, replaces running it (tests).
@@ -28,25 +30,27 @@ func newCmdVersion(f *factory, runF func(*VersionOptions) error) *cobra.Command 
 		Use:     "version",
 		Short:   "Print capctl version",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runVersion(o.IO.Out, o.Output, version.Get())
-		},
+		RunE:    leafRun(o, o.complete, runF, runVersion),
 	}
 	addFormatFlag(cmd, &o.Output, "short prints the version alone", output.Short)
 	return cmd
 }
 
-// runVersion prints info as clusterctl's version command does.
-func runVersion(out io.Writer, format output.Format, info version.Info) error {
-	switch format {
+// complete reads this binary's build information.
+func (o *VersionOptions) complete([]string) error {
+	o.Info = version.Get()
+	return nil
+}
+
+// runVersion prints the build information as clusterctl's version command does.
+func runVersion(_ context.Context, o *VersionOptions) error {
+	out, info := o.IO.Out, o.Info
+	switch o.Output {
 	case output.Short:
 		_, err := fmt.Fprintln(out, info.GitVersion)
 		return err
 	case output.JSON, output.YAML:
-		return output.WriteStructured(out, format, map[string]version.Info{"capctl": info})
+		return output.WriteStructured(out, o.Output, map[string]version.Info{"capctl": info})
 	}
 	_, err := fmt.Fprintf(out, "capctl version: %#v\n", info)
 	return err
