@@ -10,6 +10,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/installtest"
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/cluster"
 	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
@@ -101,8 +102,11 @@ func BenchmarkClusterctlFirstInit(b *testing.B) {
 // process into a fresh API server, alternating capctl and clusterctl INIT_BENCH_RUNS times
 // (default 3) so that both meet the same load. It logs a table of medians (seconds, requests as
 // the server counted them, peak RSS) with the load average, and reports the medians and
-// capctl/clusterctl (the goal is ≤ 0.5). Run with `make bench BENCH=InitSideBySide`.
+// capctl/clusterctl (the goal is ≤ 0.5). Each round also times init's floor (floorApply: the same
+// processed objects written at once into a fresh API server, in process) and reports capctl as a
+// ratio to it (the goal is ≤ 1.2). Run with `make bench BENCH=InitSideBySide`.
 func BenchmarkInitSideBySide(b *testing.B) {
+	const floor = "floor"
 	bin := testenv.Clusterctl(b)
 	runs := 3
 	if v := os.Getenv("INIT_BENCH_RUNS"); v != "" {
@@ -127,6 +131,8 @@ func BenchmarkInitSideBySide(b *testing.B) {
 	seconds := map[string][]float64{}
 	served := map[string][]float64{}
 	rss := map[string][]float64{}
+	floorObjects := initObjects(b, clientsTB(b, cfgPath, nil))
+	var rounds []float64
 	loads := []string{testenv.LoadAverage()}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -158,6 +164,25 @@ func BenchmarkInitSideBySide(b *testing.B) {
 				rss[t.name] = append(rss[t.name], peak)
 				env.Stop()
 			}
+			b.StopTimer()
+			env := testenv.Start(b, testenv.Options{})
+			c, err := cluster.NewForConfig(env.Config, cluster.Options{}, "", "envtest", "default")
+			if err != nil {
+				b.Fatal(err)
+			}
+			before := env.ServedRequests(b)
+			b.StartTimer()
+			start := time.Now()
+			n, err := floorApply(testenv.Context(b), c, floorObjects)
+			elapsed := time.Since(start).Seconds()
+			b.StopTimer()
+			if err != nil {
+				b.Fatalf("the floor's apply: %v", err)
+			}
+			seconds[floor] = append(seconds[floor], elapsed)
+			served[floor] = append(served[floor], float64(env.ServedRequests(b)-before-1))
+			rounds = append(rounds, float64(n))
+			env.Stop()
 			loads = append(loads, testenv.LoadAverage())
 		}
 	}
@@ -167,8 +192,12 @@ func BenchmarkInitSideBySide(b *testing.B) {
 	for _, t := range tools {
 		b.Logf("%-10s %8.2f %9.0f %13.1f   %v", t.name, med(seconds, t.name), med(served, t.name), med(rss, t.name), seconds[t.name])
 	}
+	b.Logf("%-10s %8.2f %9.0f %13s   %v (%d objects, in process, median %.0f rounds)", floor, med(seconds, floor), med(served, floor), "-", seconds[floor], len(floorObjects), testenv.Median(rounds))
 	ratio := med(seconds, "capctl") / med(seconds, "clusterctl")
 	b.Logf("capctl/clusterctl time: %.2f (goal ≤ 0.5)", ratio)
+	b.Logf("capctl/floor time: %.2f (goal ≤ 1.2); clusterctl/floor: %.2f", med(seconds, "capctl")/med(seconds, floor), med(seconds, "clusterctl")/med(seconds, floor))
+	b.ReportMetric(med(seconds, floor), "floor-s")
+	b.ReportMetric(med(seconds, "capctl")/med(seconds, floor), "capctl/floor")
 	b.ReportMetric(med(seconds, "capctl"), "capctl-s")
 	b.ReportMetric(med(seconds, "clusterctl"), "clusterctl-s")
 	b.ReportMetric(ratio, "capctl/clusterctl")
