@@ -145,6 +145,15 @@ func BenchmarkDescribeClustersAcrossContexts(b *testing.B) {
 			return cmd
 		})
 	})
+	// The host's own bound: the three API servers share this machine's cores, so listing three
+	// fleets at once costs them about three times one fleet's CPU whoever asks. `kubectl get
+	// clusters -A`, one server alone and then all three at once, measures that pace.
+	b.Run(fmt.Sprintf("management=1/clusters=%d/kubectl-get-clusters", n), func(b *testing.B) {
+		kubectlAtOnce(b, envs[:1], n, home)
+	})
+	b.Run(fmt.Sprintf("management=3/clusters=%d/kubectl-get-clusters-at-once", 3*n), func(b *testing.B) {
+		kubectlAtOnce(b, envs, n, home)
+	})
 	b.Run(fmt.Sprintf("management=3/clusters=%d", 3*n), func(b *testing.B) {
 		// The rows, a blank line, then the management clusters' table (a header and 3 rows).
 		testenv.BenchChildOn(b, envs, benchRuns(b), 3*n+5, nil, func() *exec.Cmd {
@@ -166,4 +175,46 @@ func fleetClusters(b *testing.B) int {
 		b.Fatalf("DESCRIBE_FLEET_CLUSTERS=%q: want a positive number", v)
 	}
 	return n
+}
+
+// kubectlAtOnce times `kubectl get clusters -A` run against every one of envs at the same time
+// (one process each), until the last one is done: the median of benchRuns runs after a warm-up,
+// with the load average. Each must print a header and n rows.
+func kubectlAtOnce(b *testing.B, envs []*testenv.Env, n int, home string) {
+	kubectl := filepath.Join(testenv.AssetsDir(), "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		b.Skipf("no kubectl in %s", testenv.AssetsDir())
+	}
+	once := func() float64 {
+		cmds := make([]*exec.Cmd, len(envs))
+		outs := make([]strings.Builder, len(envs))
+		start := time.Now()
+		for i, e := range envs {
+			cmds[i] = exec.Command(kubectl, "get", "clusters.cluster.x-k8s.io", "-A", "--kubeconfig", e.Kubeconfig)
+			cmds[i].Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(home, fmt.Sprintf("kubectl-cache-%d", i)))
+			cmds[i].Stdout = &outs[i]
+			if err := cmds[i].Start(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				b.Fatalf("kubectl get clusters on server %d: %v", i+1, err)
+			}
+		}
+		seconds := time.Since(start).Seconds()
+		for i := range outs {
+			if lines := strings.Count(strings.TrimSpace(outs[i].String()), "\n") + 1; lines != n+1 {
+				b.Fatalf("server %d: %d lines from kubectl, want a header and %d rows", i+1, lines, n)
+			}
+		}
+		return seconds
+	}
+	once()
+	var secs []float64
+	for i := 0; i < benchRuns(b); i++ {
+		secs = append(secs, once())
+	}
+	b.ReportMetric(testenv.Median(secs), "s/op")
+	b.Logf("runs %v s, load %s", secs, testenv.LoadAverage())
 }
