@@ -8,6 +8,7 @@
 package userinput
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +97,23 @@ func ReadAll(ctx context.Context, r io.Reader, name string) ([]byte, error) {
 
 // ReadAllLimit is ReadAll with an explicit bound and the flag that raises it.
 func ReadAllLimit(ctx context.Context, r io.Reader, name string, limit int64, flag string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, r}, limit+1))
+	return readLimit(ctx, r, name, limit, flag, 0)
+}
+
+// readLimit reads r up to limit; sizeHint (a regular file's size, or 0) sizes the buffer once,
+// so a large file is not copied through a doubling buffer.
+func readLimit(ctx context.Context, r io.Reader, name string, limit int64, flag string, sizeHint int64) ([]byte, error) {
+	lr := io.LimitReader(ctxReader{ctx, r}, limit+1)
+	var b []byte
+	var err error
+	if sizeHint > 0 && sizeHint <= limit {
+		var buf bytes.Buffer
+		buf.Grow(int(sizeHint) + bytes.MinRead)
+		_, err = buf.ReadFrom(lr)
+		b = buf.Bytes()
+	} else {
+		b, err = io.ReadAll(lr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +132,15 @@ func ReadFile(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	var size int64
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory", path)
 	} else if err == nil && st.Mode().IsRegular() && st.Size() > Max() {
 		return nil, &TooLargeError{Name: path, Limit: Max(), Flag: Flag} // known before reading
+	} else if err == nil && st.Mode().IsRegular() {
+		size = st.Size()
 	}
-	return ReadAll(ctx, f, path)
+	return readLimit(ctx, f, path, Max(), Flag, size)
 }
 
 // ctxReader stops a read loop when its context is done.

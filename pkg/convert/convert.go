@@ -268,14 +268,9 @@ func replaceFile(path string, data []byte) error {
 // converted keep their bytes, as do the separators between documents.
 func ConvertText(name string, data []byte) *FileReport {
 	fr := &FileReport{Path: name}
-	lines := bytes.SplitAfter(data, []byte("\n"))
 	docs := repository.SplitDocuments(data)
-	var out bytes.Buffer
+	texts := make([][]byte, len(docs))
 	for i, d := range docs {
-		if i > 0 {
-			// The separator line SplitDocuments dropped is the line just before the document.
-			out.Write(lines[d.Line-2])
-		}
 		text, reps := convertDocument(d.Text, d.Line)
 		for _, rep := range reps {
 			fr.Objects = append(fr.Objects, rep)
@@ -283,13 +278,32 @@ func ConvertText(name string, data []byte) *FileReport {
 				fr.Changed = true
 			}
 		}
-		out.Write(text)
+		texts[i] = text
 	}
-	fr.Output = out.Bytes()
-	if !fr.Changed {
-		fr.Output = data
+	fr.Output = data
+	if fr.Changed {
+		fr.Output = joinDocuments(data, docs, texts)
 	}
 	return fr
+}
+
+// joinDocuments writes texts in the place of docs, keeping the separator lines between them
+// (the line just before each document after the first, which SplitDocuments dropped).
+func joinDocuments(data []byte, docs []repository.Document, texts [][]byte) []byte {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	n := 0
+	for _, t := range texts {
+		n += len(t)
+	}
+	var out bytes.Buffer
+	out.Grow(n + len(docs)*8)
+	for i, d := range docs {
+		if i > 0 {
+			out.Write(lines[d.Line-2])
+		}
+		out.Write(texts[i])
+	}
+	return out.Bytes()
 }
 
 // convertDocument converts one document (one object, or a v1 List of objects as kubectl get -o

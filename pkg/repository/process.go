@@ -61,20 +61,33 @@ type Document struct {
 // SplitDocuments splits a multi-document YAML text on separator lines: `---` alone or followed by a
 // space (a comment, say). Keeping each document's first line lets errors point into the whole file;
 // both components and cluster templates are split here.
+//
+// Each document's Text is a part of data, not a copy (its capacity ends with it, so appending to one
+// cannot overwrite the next): a very large file is not held twice.
 func SplitDocuments(data []byte) []Document {
 	var docs []Document
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	start, cur := 1, []byte{}
-	for i, l := range lines {
-		t := bytes.TrimRight(l, "\r\n \t")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			docs = append(docs, Document{Text: cur, Line: start})
-			cur, start = []byte{}, i+2
-			continue
+	start, from, line := 1, 0, 1
+	for pos := 0; pos < len(data); line++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
 		}
-		cur = append(cur, l...)
+		t := bytes.TrimRight(data[pos:end], "\r\n \t")
+		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
+			docs = append(docs, Document{Text: part(data, from, pos), Line: start})
+			from, start = end, line+1
+		}
+		pos = end
 	}
-	return append(docs, Document{Text: cur, Line: start})
+	return append(docs, Document{Text: part(data, from, len(data)), Line: start})
+}
+
+// part is data[from:to] with its capacity cut at to; never nil, as an empty document's text was.
+func part(data []byte, from, to int) []byte {
+	if from == to {
+		return []byte{}
+	}
+	return data[from:to:to]
 }
 
 func stripComments(b []byte) []byte {
