@@ -143,6 +143,7 @@ func TestAllNamespacesHonoursUnfinishedJournal(t *testing.T) {
 	if pending, _ := PendingMoves(ctx, src.Client); len(pending) == 0 {
 		t.Fatal("the stopped move left no journal")
 	}
+	before := snapshot(t, src.Client, ns)
 	for i := range 10 {
 		_, err := Move(ctx, src.Client, dst2.Client, Options{Scope: Scope{AllNamespaces: true}})
 		if err == nil || !strings.Contains(err.Error(), "--resume -n "+ns) {
@@ -151,6 +152,7 @@ func TestAllNamespacesHonoursUnfinishedJournal(t *testing.T) {
 		if n := clustersIn(t, dst2, ns); n != 0 {
 			t.Fatalf("run %d: move -A moved %d Clusters of %s elsewhere", i, n, ns)
 		}
+		unchanged(t, before, snapshot(t, src.Client, ns))
 	}
 	if _, err := Move(ctx, src.Client, dst1.Client, Options{Scope: Scope{Namespace: ns}, Resume: true}); err != nil {
 		t.Fatalf("resuming the unfinished move into its own target: %v", err)
