@@ -2,7 +2,9 @@ package describe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,16 +31,10 @@ type restReader interface {
 	REST() clientrest.Interface
 }
 
-// leanList is a list as the server sends it, decoded into only what describe keeps. The generic
-// decoder reads each item twice (once to find the list's kind, once per item) into maps,
-// managedFields included, which is half of a Machine's JSON and read by nothing here; decoding
-// into this struct skips managedFields and reads each byte once.
-type leanList struct {
-	Metadata struct {
-		Continue string `json:"continue"`
-	} `json:"metadata"`
-	Items []leanItem `json:"items"`
-}
+// A list is decoded leanly (decodeList), into only what describe keeps. The generic decoder
+// reads each item twice (once to find the list's kind, once per item) into maps, managedFields
+// included, which is half of a Machine's JSON and read by nothing here; decoding into leanItem
+// skips managedFields and reads each byte once.
 
 // leanItem is one listed object: Cluster API objects (the only ones describe lists) hold their
 // data in spec and status, kept whole; of the metadata everything but managedFields is kept.
@@ -144,22 +140,77 @@ func (d *discoverer) listItems(ctx context.Context, gvk schema.GroupVersionKind,
 		if err != nil {
 			return nil, err
 		}
-		var page leanList
-		err = sigsjson.NewDecoderCaseSensitivePreserveInts(body).Decode(&page)
+		cont, err = decodeList(body, func(it *leanItem) { out = append(out, it.unstructured(gvk)) })
 		_ = body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("decoding the list: %w", err)
 		}
-		if out == nil {
-			out = make([]unstructured.Unstructured, 0, len(page.Items))
-		}
-		for i := range page.Items {
-			out = append(out, page.Items[i].unstructured(gvk))
-		}
-		if cont = page.Metadata.Continue; cont == "" {
+		if cont == "" {
 			return out, nil
 		}
 	}
+}
+
+// decodeList reads one page of a list as it arrives, item by item: each item is decoded (and
+// handed to each) while the server is still sending the ones after it, and only one item's JSON
+// is held at a time. It returns the page's continue token.
+func decodeList(body io.Reader, each func(*leanItem)) (string, error) {
+	dec := sigsjson.NewDecoderCaseSensitivePreserveInts(body)
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
+	}
+	var meta struct {
+		Continue string `json:"continue"`
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		switch key {
+		case "metadata":
+			err = dec.Decode(&meta)
+		case "items":
+			err = decodeItems(dec, each)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return meta.Continue, expectDelim(dec, '}')
+}
+
+// decodeItems decodes a JSON array of items (or null) one item at a time.
+func decodeItems(dec sigsjson.Decoder, each func(*leanItem)) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("items: want an array, got %v", tok)
+	}
+	for dec.More() {
+		var it leanItem
+		if err := dec.Decode(&it); err != nil {
+			return err
+		}
+		each(&it)
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec sigsjson.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %v, got %v", want, tok)
+	}
+	return nil
 }
 
 func (d *discoverer) listGeneric(ctx context.Context, gvk schema.GroupVersionKind, namespace string, sel map[string]string) ([]unstructured.Unstructured, error) {

@@ -1,7 +1,9 @@
 package describe_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -74,4 +76,55 @@ func TestLeanListsReadTheSameObjects(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFetchPathsBuildTheSameRows: on a cluster whose machines vary in every way grouping tells
+// apart (describetest.Varied), the lean streamed lists, paged or not, build exactly the rows and
+// tree that the generic client's full objects build, grouped and ungrouped and with every
+// condition shown; the grouped view is also the golden one, so a change of grouping fails here.
+func TestFetchPathsBuildTheSameRows(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	s := describetest.Varied("varied")
+	env.CreateNamespaces(t, s.Namespace)
+	describetest.Apply(ctx, t, env.Client, s.Objects)
+	base := describe.Options{Namespace: s.Namespace, Name: s.Cluster}
+	views := map[string]describe.Options{
+		"grouped":         {Namespace: s.Namespace, Name: s.Cluster, Grouping: true},
+		"grouped-v1beta1": {Namespace: s.Namespace, Name: s.Cluster, Grouping: true, V1Beta1: true},
+		"ungrouped":       base,
+		"all-conditions":  {Namespace: s.Namespace, Name: s.Cluster, Grouping: true, ShowConditions: "all"},
+	}
+	for name, opts := range views {
+		want := render(t, genericReader{env.Client}, opts)
+		wantJSON := treeJSON(t, genericReader{env.Client}, opts)
+		if got := render(t, env.Client, opts); !bytes.Equal(got, want) {
+			t.Errorf("%s: the lean read renders\n%s\nthe full read renders\n%s", name, got, want)
+		}
+		if got := treeJSON(t, env.Client, opts); !bytes.Equal(got, wantJSON) {
+			t.Errorf("%s: the lean read's tree differs from the full read's", name)
+		}
+		restore := describe.SetListPageSize(7)
+		got := render(t, env.Client, opts)
+		restore()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the paged lean read renders\n%s\nthe full read renders\n%s", name, got, want)
+		}
+		if name == "grouped" {
+			checkGolden(t, "varied", want)
+		}
+	}
+}
+
+func treeJSON(t *testing.T, c describe.Reader, opts describe.Options) []byte {
+	t.Helper()
+	tree, err := describe.Discover(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -558,3 +558,70 @@ func Large(namespace string, cpMachines, workers int) *Scenario {
 	}
 	return s
 }
+
+// Varied is a cluster whose machines differ in every way the grouped view tells apart, and in
+// ways it does not: healthy, not ready for several reasons, not up to date, being deleted, paused,
+// failing their health check, Ready with another reason, conditions changed at different times,
+// and two Kubernetes versions in two MachineSets; control-plane machines with one not ready. The
+// equality tests of describe's fetch paths read it (a wrong grouping shows as a different row).
+func Varied(namespace string) *Scenario {
+	s := &Scenario{Namespace: namespace, Cluster: "varied"}
+	b := &builder{s}
+	b.cluster(nil, []C{{Type: "Available", Status: "False", Reason: "NotAvailable", Message: "* WorkersAvailable: 40 of 48 machines available", Ago: time.Hour}},
+		counts(3, 3, 2, 2, 3), counts(48, 48, 40, 40, 40), ready,
+		[]C{{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour}}, 3, "v1.34.1")
+	for i := 0; i < 3; i++ {
+		mc := healthyMachine()
+		if i == 2 {
+			mc = []C{{Type: "Available", Status: "False", Reason: "NotReady", Ago: 3 * time.Minute},
+				{Type: "Ready", Status: "False", Reason: "NotReady", Message: "* EtcdMemberHealthy: member not ready", Ago: 3 * time.Minute}, upToDate}
+		}
+		b.machine(fmt.Sprintf("varied-cp-%d", i), "v1.34.1", "KubeadmControlPlane", "varied-control-plane", true, mc, ready, ready)
+	}
+	b.machineDeployment("varied-md-0", 48, "v1.34.1", map[string]any{"replicas": i64(48), "readyReplicas": i64(40), "availableReplicas": i64(40), "upToDateReplicas": i64(40)},
+		[]C{{Type: "Available", Status: "True", Reason: "Available", Ago: time.Hour}})
+	b.machineSet("varied-md-0-old", "varied-md-0", 8, "v1.33.5", map[string]any{"replicas": i64(8)})
+	b.machineSet("varied-md-0-new", "varied-md-0", 40, "v1.34.1", map[string]any{"replicas": i64(40)})
+	notUpToDate := C{Type: "UpToDate", Status: "False", Reason: "NotUpToDate", Message: "* Version v1.33.5, v1.34.1 required", Ago: 20 * time.Minute}
+	for i := 0; i < 48; i++ {
+		set, version := "varied-md-0-new", "v1.34.1"
+		if i < 8 {
+			set, version = "varied-md-0-old", "v1.33.5"
+		}
+		mc := healthyMachine()
+		mc[1].Ago = time.Duration(30+i) * time.Minute // Ready since different times: the group shows the earliest
+		if i < 8 {
+			mc[2] = notUpToDate
+		}
+		var annotations map[string]string
+		switch i % 12 {
+		case 3:
+			mc = []C{{Type: "Available", Status: "False", Reason: "NotReady", Ago: 5 * time.Minute},
+				{Type: "Ready", Status: "False", Reason: "NotReady", Message: "* NodeHealthy: Node not ready", Ago: 5 * time.Minute}, upToDate,
+				{Type: "HealthCheckSucceeded", Status: "False", Reason: "UnhealthyNode", Ago: 4 * time.Minute}}
+		case 5:
+			mc = []C{{Type: "Available", Status: "False", Reason: "NotReady", Ago: 9 * time.Minute},
+				{Type: "Ready", Status: "False", Reason: "InfrastructureNotReady", Message: "* InfrastructureReady: Waiting for the container", Ago: 9 * time.Minute}, upToDate}
+		case 7:
+			mc = append(mc, C{Type: "Deleting", Status: "True", Reason: "DrainingNode", Message: "Drain not completed yet", Ago: time.Minute})
+			mc[1] = C{Type: "Ready", Status: "False", Reason: "Deleting", Message: "Machine deletion in progress", Ago: time.Minute}
+			annotations = map[string]string{deletingAnnotation: "true"}
+		case 9:
+			mc = append(mc, C{Type: "Paused", Status: "True", Reason: "Paused", Ago: 2 * time.Hour})
+			annotations = map[string]string{"cluster.x-k8s.io/paused": ""}
+		case 10:
+			mc[1] = C{Type: "Ready", Status: "True", Reason: "ReadyWithWarnings", Message: "* NodeHealthy: disk pressure", Ago: 7 * time.Minute}
+		case 11:
+			mc[0] = C{Type: "Available", Status: "Unknown", Reason: "ProbeFailed", Ago: 6 * time.Minute}
+		}
+		m := b.machine(fmt.Sprintf("varied-md-0-%02d", i), version, "MachineSet", set, false, mc, ready, ready, "cluster.x-k8s.io/deployment-name", "varied-md-0")
+		if annotations != nil {
+			m.SetAnnotations(annotations)
+		}
+	}
+	b.healthCheck("varied-workers", map[string]any{"cluster.x-k8s.io/deployment-name": "varied-md-0"}, map[string]any{
+		"expectedMachines": i64(48), "currentHealthy": i64(44),
+		"conditions": conds([]C{{Type: "RemediationAllowed", Status: "True", Reason: "RemediationAllowed", Ago: time.Hour}}, false),
+	})
+	return s
+}
