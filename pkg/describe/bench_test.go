@@ -97,6 +97,9 @@ func BenchmarkDescribeCluster(b *testing.B) {
 	if clusterctl == "" {
 		b.Log("CAPCTL_CLUSTERCTL is unset: clusterctl's figures are skipped (make test builds it)")
 	}
+	// DESCRIBE_BENCH_BASELINE: another capctl binary (say, built from main) measured in the same
+	// run on the same server, as tool=baseline.
+	baseline := os.Getenv("DESCRIBE_BENCH_BASELINE")
 	runs := benchRuns(b)
 	ungroupedMax := 1003
 	if v := os.Getenv("DESCRIBE_BENCH_CLUSTERCTL_UNGROUPED_MAX"); v != "" {
@@ -108,10 +111,16 @@ func BenchmarkDescribeCluster(b *testing.B) {
 	}
 	for _, workers := range benchWorkers(b) {
 		machines := workers + 3
-		for _, tool := range []string{"capctl", "clusterctl"} {
+		for _, tool := range []string{"capctl", "baseline", "clusterctl"} {
 			for _, grouping := range []bool{true, false} {
 				b.Run(fmt.Sprintf("machines=%d/tool=%s/grouping=%v", machines, tool, grouping), func(b *testing.B) {
 					bin := capctl
+					if tool == "baseline" {
+						if baseline == "" {
+							b.Skip("DESCRIBE_BENCH_BASELINE is unset")
+						}
+						bin = baseline
+					}
 					if tool == "clusterctl" {
 						if clusterctl == "" {
 							b.Skip("CAPCTL_CLUSTERCTL is unset")
