@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -20,14 +19,6 @@ func newCmdConfig(f *factory) *cobra.Command {
 	}
 	cmd.AddCommand(newCmdConfigRepositories(f, nil))
 	return cmd
-}
-
-// repositoryRow is one provider in `config repositories -o yaml|json`, with clusterctl's keys.
-type repositoryRow struct {
-	Name         string `json:"Name"`
-	ProviderType string `json:"ProviderType"`
-	URL          string `json:"URL"`
-	File         string `json:"File"`
 }
 
 // ConfigRepositoriesOptions is `capctl config repositories` parsed from its flags.
@@ -64,15 +55,5 @@ func runConfigRepositories(ctx context.Context, o *ConfigRepositoriesOptions) er
 	if err != nil {
 		return err
 	}
-	var rows []repositoryRow
-	for _, p := range reg.List() {
-		rows = append(rows, repositoryRow{Name: p.Name, ProviderType: string(p.Type), URL: p.RepositoryURL(), File: p.ComponentsFile()})
-	}
-	return output.Render(o.IO.Out, o.Output, rows, func(w io.Writer) error {
-		t := output.NewTable(w, "NAME", "TYPE", "URL", "FILE")
-		for _, r := range rows {
-			t.Row(r.Name, r.ProviderType, r.URL, r.File)
-		}
-		return t.Flush()
-	})
+	return repository.RenderRepositories(o.IO.Out, o.Output, reg.List())
 }

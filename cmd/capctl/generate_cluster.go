@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -120,53 +117,14 @@ func generateCluster(ctx context.Context, o *generateClusterOptions) error {
 		if err != nil {
 			return err
 		}
-		return o.printFlavors(fl)
+		return fl.RenderFlavors(o.IO.Out, o.IO.ErrOut, o.Output)
 	}
 	res, err := templates.GenerateCluster(ctx, r)
 	if err != nil {
 		return err
 	}
 	if res.Listing != nil {
-		return output.Render(o.IO.Out, o.Output, res.Listing, func(w io.Writer) error { return printClusterVariables(w, res.Listing) })
+		return res.Listing.Render(o.IO.Out, o.Output)
 	}
-	return writeObjects(o.IO, res.Objects, o.Output, o.WriteTo)
-}
-
-func (o *generateClusterOptions) printFlavors(fl *templates.FlavorList) error {
-	return output.Render(o.IO.Out, o.Output, fl, func(w io.Writer) error {
-		if len(fl.Flavors) == 0 {
-			fmt.Fprintf(o.IO.ErrOut, "%s %s publishes no cluster templates\n", fl.Provider, fl.Version)
-			return nil
-		}
-		for _, fv := range fl.Flavors {
-			if fv == "" {
-				fv = "(default)"
-			}
-			fmt.Fprintln(w, fv)
-		}
-		return nil
-	})
-}
-
-// printClusterVariables prints clusterctl's --list-variables layout: required names, then
-// optional names with their defaults (built-ins show the value generation uses).
-func printClusterVariables(w io.Writer, l *templates.VariableListing) error {
-	if len(l.Required) > 0 {
-		fmt.Fprintln(w, "Required Variables:")
-		for _, n := range l.Required {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
-	if len(l.Optional) > 0 {
-		fmt.Fprintln(w, "\nOptional Variables:")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.FilterHTML)
-		for _, v := range l.Optional {
-			fmt.Fprintf(tw, "  - %s\t(defaults to %s)\n", v.Name, v.Default)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintln(w)
-	return nil
+	return output.WriteObjects(o.IO.Out, o.IO.ErrOut, res.Objects, o.Output, o.WriteTo)
 }

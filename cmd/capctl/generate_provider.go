@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -117,52 +115,7 @@ func runGenerateProvider(ctx context.Context, o *GenerateProviderOptions) error 
 		return err
 	}
 	if o.Describe {
-		describeComponents(o.IO.Out, comp)
-		return nil
+		return comp.WriteSummary(o.IO.Out)
 	}
-	b, err := output.ObjectsYAML(comp.Objects)
-	if err != nil {
-		return err
-	}
-	if o.WriteTo == "" {
-		_, err = o.IO.Out.Write(b)
-		return err
-	}
-	// Substituted values may hold credentials (e.g. *_B64ENCODED_CREDENTIALS).
-	if err := output.WritePrivateFile(o.WriteTo, b); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.ErrOut, "Wrote %d objects of %s %s to %s\n", len(comp.Objects), p.ManifestLabel(), comp.Version, o.WriteTo)
-	return nil
-}
-
-func describeComponents(w io.Writer, c *repository.Components) {
-	fmt.Fprintf(w, "Name:               %s\n", c.Provider.Name)
-	fmt.Fprintf(w, "Type:               %s\n", c.Provider.Type)
-	fmt.Fprintf(w, "URL:                %s\n", c.Provider.RepositoryURL())
-	fmt.Fprintf(w, "Version:            %s\n", c.Version)
-	fmt.Fprintf(w, "Contract:           %s\n", c.Contract)
-	fmt.Fprintf(w, "File:               %s\n", c.File)
-	fmt.Fprintf(w, "TargetNamespace:    %s\n", c.TargetNamespace)
-	if len(c.Variables) > 0 {
-		fmt.Fprintln(w, "Variables:")
-		for _, v := range c.Variables {
-			note := ""
-			if v.Nested {
-				note = ", only inside another variable's default"
-			}
-			switch {
-			case v.Required:
-				fmt.Fprintf(w, "  - %s (required%s)\n", v.Name, note)
-			default:
-				fmt.Fprintf(w, "  - %s (default: %s%s)\n", v.Name, v.Default, note)
-			}
-		}
-	}
-	if len(c.Images) > 0 {
-		fmt.Fprintln(w, "Images:")
-		for _, i := range c.Images {
-			fmt.Fprintf(w, "  - %s\n", i)
-		}
-	}
+	return comp.WriteObjects(o.IO.Out, o.IO.ErrOut, o.WriteTo)
 }

@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"sort"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/templates"
 )
@@ -72,25 +67,9 @@ func generateYAML(ctx context.Context, o *generateYAMLOptions) error {
 		return err
 	}
 	if !r.ListVariables {
-		return writeObjects(o.IO, res.Objects, o.Output, o.WriteTo)
+		return output.WriteObjects(o.IO.Out, o.IO.ErrOut, res.Objects, o.Output, o.WriteTo)
 	}
-	names := make([]string, 0, len(res.Variables))
-	for _, v := range res.Variables {
-		names = append(names, v.Name)
-	}
-	sort.Strings(names)
-	return output.Render(o.IO.Out, o.Output, map[string][]string{"variables": names}, func(w io.Writer) error {
-		// clusterctl's layout: every variable, required or not, sorted.
-		if len(names) == 0 {
-			_, err := fmt.Fprintln(w)
-			return err
-		}
-		fmt.Fprintln(w, "Variables:")
-		for _, n := range names {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-		return nil
-	})
+	return res.RenderVariableNames(o.IO.Out, o.Output)
 }
 
 // addValuesFlags adds --set and --values, shared by `generate cluster` and `generate yaml`.
@@ -112,28 +91,4 @@ func asUsageError(err error) error {
 // print the YAML documents, json one v1 List.
 func addObjectsFormatFlag(cmd *cobra.Command, p *output.Format) {
 	addFormatFlag(cmd, p, "text and yaml print the YAML documents, json a v1 List; with --list-* json and yaml print the list as data")
-}
-
-// writeObjects prints objects as YAML or JSON to stdout or into a file that is 0600 before its
-// first byte (templates may hold credentials).
-func writeObjects(streams *iostreams.IOStreams, objs []unstructured.Unstructured, format output.Format, writeTo string) error {
-	var b []byte
-	var err error
-	if format == output.JSON {
-		b, err = output.ObjectsJSON(objs)
-	} else {
-		b, err = output.ObjectsYAML(objs)
-	}
-	if err != nil {
-		return err
-	}
-	if writeTo == "" || writeTo == "-" {
-		_, err = streams.Out.Write(b)
-		return err
-	}
-	if err := output.WritePrivateFile(writeTo, b); err != nil {
-		return err
-	}
-	fmt.Fprintf(streams.ErrOut, "Wrote %d objects to %s\n", len(objs), writeTo)
-	return nil
 }

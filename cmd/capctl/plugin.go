@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,17 +75,7 @@ func (o *PluginListOptions) complete([]string) error {
 // runPluginList makes the one plugin.List call and prints the plugins.
 func runPluginList(_ context.Context, o *PluginListOptions) error {
 	entries := plugin.List(plugin.SearchPath(), o.Builtin)
-	return output.Render(o.IO.Out, o.Output, entries, func(w io.Writer) error {
-		if len(entries) == 0 {
-			_, err := io.WriteString(w, "No plugins found: put an executable named capctl-NAME or clusterctl-NAME on PATH.\n")
-			return err
-		}
-		t := output.NewTable(w, "COMMAND", "PATH", "WARNING")
-		for _, e := range entries {
-			t.Row("capctl "+e.Command, e.Path, strings.Join(e.Warnings, "; "))
-		}
-		return t.Flush()
-	})
+	return plugin.RenderList(o.IO.Out, o.Output, entries)
 }
 
 // builtinCommand reports whether a word is one of root's commands (names and aliases, help and

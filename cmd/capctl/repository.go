@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -120,16 +117,5 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, res, func(out io.Writer) error {
-		fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", res.Dir)
-		for _, m := range res.Providers {
-			fmt.Fprintf(out, "#   %s %s %s: %s\n", m.Type, m.Name, m.Version, strings.Join(m.Files, ", "))
-		}
-		if m := res.CertManager; m != nil {
-			fmt.Fprintf(out, "#   cert-manager %s: %s\n", m.Version, strings.Join(m.Files, ", "))
-		}
-		fmt.Fprintln(out, "# Add the following to clusterctl.yaml to use it:")
-		_, err := fmt.Fprint(out, res.Config)
-		return err
-	})
+	return res.Render(o.IO.Out, o.Output)
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -96,36 +93,9 @@ func runRepositoryCacheClean(ctx context.Context, o *RepositoryCacheCleanOptions
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error {
-		if res.Note != "" {
-			_, err := fmt.Fprintln(w, res.Note)
-			return err
-		}
-		of := ""
-		if o.Provider != nil {
-			of = " of " + o.Provider.Label
-			if version != "" {
-				of += " " + version
-			}
-		}
-		if len(res.Removed) == 0 {
-			_, err := fmt.Fprintf(w, "Nothing cached%s in %s\n", of, res.Dir)
-			return err
-		}
-		fmt.Fprintf(w, "Removed %d cached files (%s)%s from %s\n", res.Files, humanBytes(res.Bytes), of, res.Dir)
-		if len(res.SharedWith) > 0 {
-			fmt.Fprintf(w, "Also removed for the providers of the same repository: %s\n", strings.Join(res.SharedWith, ", "))
-		}
-		return nil
-	})
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	label := ""
+	if o.Provider != nil {
+		label = o.Provider.Label
 	}
-	return fmt.Sprintf("%d B", n)
+	return res.Render(o.IO.Out, o.Output, label, version)
 }

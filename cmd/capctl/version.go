@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -44,14 +43,5 @@ func (o *VersionOptions) complete([]string) error {
 
 // runVersion prints the build information as clusterctl's version command does.
 func runVersion(_ context.Context, o *VersionOptions) error {
-	out, info := o.IO.Out, o.Info
-	switch o.Output {
-	case output.Short:
-		_, err := fmt.Fprintln(out, info.GitVersion)
-		return err
-	case output.JSON, output.YAML:
-		return output.WriteStructured(out, o.Output, map[string]version.Info{"capctl": info})
-	}
-	_, err := fmt.Fprintf(out, "capctl version: %#v\n", info)
-	return err
+	return o.Info.Render(o.IO.Out, o.Output)
 }

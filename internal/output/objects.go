@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -38,4 +39,29 @@ func ObjectsJSON(objs []unstructured.Unstructured) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// WriteObjects prints objects as YAML documents (one v1 List when f is JSON) on out, or, when
+// path is set and not "-", into a file that is 0600 before its first byte (templates may hold
+// credentials), then says on errOut how many objects it wrote there.
+func WriteObjects(out, errOut io.Writer, objs []unstructured.Unstructured, f Format, path string) error {
+	var b []byte
+	var err error
+	if f == JSON {
+		b, err = ObjectsJSON(objs)
+	} else {
+		b, err = ObjectsYAML(objs)
+	}
+	if err != nil {
+		return err
+	}
+	if path == "" || path == "-" {
+		_, err = out.Write(b)
+		return err
+	}
+	if err := WritePrivateFile(path, b); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(errOut, "Wrote %d objects to %s\n", len(objs), path)
+	return err
 }

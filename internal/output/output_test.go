@@ -228,3 +228,37 @@ func TestTableAlignsColouredAndWideCells(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", plain, want)
 	}
 }
+
+func TestWriteObjectsToStdoutOrAPrivateFile(t *testing.T) {
+	objs := []unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}}}
+	yamlDoc := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"
+	for _, path := range []string{"", "-"} {
+		var out, errOut bytes.Buffer
+		if err := WriteObjects(&out, &errOut, objs, Text, path); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != yamlDoc || errOut.Len() != 0 {
+			t.Errorf("path %q: stdout %q, stderr %q", path, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := WriteObjects(&out, &errOut, objs, JSON, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "{\n  \"apiVersion\": \"v1\",\n  \"items\": [") {
+		t.Errorf("json: %q", out.String())
+	}
+	out.Reset()
+	path := filepath.Join(t.TempDir(), "objs.yaml")
+	if err := WriteObjects(&out, &errOut, objs, YAML, path); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 || errOut.String() != "Wrote 1 objects to "+path+"\n" {
+		t.Errorf("file: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	b, err := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if err != nil || string(b) != yamlDoc || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file: %q, %v, %v", b, fi.Mode(), err)
+	}
+}
