@@ -114,3 +114,62 @@ func secondsVar(fl *pflag.FlagSet, p *time.Duration, name string, value time.Dur
 	*p = value
 	fl.Var(seconds{p}, name, usage)
 }
+
+// Flag annotations of requireFlags: the flags one of which a flag needs, and why (with the
+// names of the flags the rule was written for, which share one message).
+const (
+	needsAnnotation    = "capctl_needs"
+	needsWhyAnnotation = "capctl_needs_why"
+)
+
+// requireFlags registers the rule cobra lacks, "each of flags is given only with one of oneOf"
+// (cobra has exclusive and one-required groups, not "requires"). why says what the flags do;
+// checkRequiredFlags, called by leafRun before complete, refuses a flag given without one of
+// oneOf with "--a and --b <why>: they need --x or --y".
+func requireFlags(cmd *cobra.Command, why string, flags []string, oneOf ...string) {
+	label := "--" + strings.Join(flags, " and --")
+	for _, name := range append(append([]string(nil), flags...), oneOf...) {
+		if cmd.Flags().Lookup(name) == nil {
+			panic("requireFlags: " + cmd.Name() + " has no flag --" + name)
+		}
+	}
+	for _, name := range flags {
+		_ = cmd.Flags().SetAnnotation(name, needsAnnotation, oneOf)
+		_ = cmd.Flags().SetAnnotation(name, needsWhyAnnotation, []string{label, why, strconv.Itoa(len(flags))})
+	}
+}
+
+// checkRequiredFlags refuses the first flag (in name order) that requireFlags registered, given
+// without any of the flags it needs.
+func checkRequiredFlags(fl *pflag.FlagSet) error {
+	var err error
+	fl.VisitAll(func(f *pflag.Flag) {
+		oneOf, ok := f.Annotations[needsAnnotation]
+		if err != nil || !ok || !flagUsed(f) {
+			return
+		}
+		for _, name := range oneOf {
+			if g := fl.Lookup(name); flagUsed(g) && g.Value.String() != "" {
+				return
+			}
+		}
+		why := f.Annotations[needsWhyAnnotation]
+		verb := "it needs"
+		if why[2] != "1" {
+			verb = "they need"
+		}
+		err = usageErrorf("%s %s: %s --%s", why[0], why[1], verb, strings.Join(oneOf, " or --"))
+	})
+	return err
+}
+
+// flagUsed reports whether a flag was set on the command line, other than to false or to an
+// empty list, which ask for nothing (`--all-contexts=false`). A flag that is needed must also
+// be set to something: `--kubernetes-version ""` gives no version.
+func flagUsed(f *pflag.Flag) bool {
+	if !f.Changed {
+		return false
+	}
+	v := f.Value.String()
+	return v != "[]" && (f.Value.Type() != "bool" || v != "false")
+}

@@ -150,25 +150,23 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
+	for _, name := range append([]string{"save"}, rolloutFlagNames...) {
+		requireFlags(cmd, "saves or shapes a fleet plan", []string{name}, "kubernetes-version")
+	}
 	return cmd
 }
 
 // complete checks the flags and completes the fleet plan's request (with --kubernetes-version),
 // before any cluster call.
 func (o *UpgradePlanOptions) complete([]string) error {
-	if err := checkFleetSelection(o.flags, o.KubernetesVersion); err != nil {
-		return err
-	}
 	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
 		return err
 	}
 	if o.KubernetesVersion == "" {
-		for _, name := range append([]string{"save"}, rolloutFlagNames...) {
-			if o.flags.Changed(name) {
-				return usageErrorf("--%s saves or shapes a fleet plan: it needs --kubernetes-version", name)
-			}
-		}
 		return nil
+	}
+	if err := validateNamespace(o.Selection.Namespace); err != nil {
+		return err
 	}
 	if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
 		return usageError{err}
@@ -364,6 +362,11 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	}
 	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	addContextsFlags(cmd, &o.Contexts)
+	for _, name := range append([]string{"wave", "timeout", "no-wait"}, rolloutFlagNames...) {
+		requireFlags(cmd, "shapes the workload clusters' upgrade", []string{name}, "kubernetes-version", "plan")
+	}
+	requireFlags(cmd, "upgrade the workload clusters of several management clusters (provider upgrades run on one management cluster, chosen with --kubeconfig-context)",
+		[]string{"contexts", "all-contexts"}, "kubernetes-version")
 	return cmd
 }
 
@@ -373,18 +376,12 @@ func (o *UpgradeApplyOptions) complete([]string) error {
 	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
 		return err
 	}
-	if o.Contexts.Enabled() && o.kubernetesVersion == "" {
-		return usageErrorf("--contexts and --all-contexts upgrade the workload clusters of several management clusters: they need --kubernetes-version (provider upgrades run on one management cluster, chosen with --kubeconfig-context)")
-	}
 	fleet := o.kubernetesVersion != "" || o.plan != "" || o.noWait
 	for _, name := range append([]string{"wave", "timeout"}, rolloutFlagNames...) {
 		fleet = fleet || o.flags.Changed(name)
 	}
 	if fleet {
 		return o.completeFleet()
-	}
-	if err := checkFleetSelection(o.flags, ""); err != nil {
-		return err
 	}
 	return o.completeProviders()
 }
@@ -394,10 +391,7 @@ func (o *UpgradeApplyOptions) complete([]string) error {
 func (o *UpgradeApplyOptions) completeFleet() error {
 	req := &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
 	if o.plan == "" {
-		if o.kubernetesVersion == "" {
-			return usageErrorf("--wave, --timeout and the rollout flags (--%s) need --kubernetes-version or --plan", strings.Join(rolloutFlagNames, ", --"))
-		}
-		if err := checkFleetSelection(o.flags, o.kubernetesVersion); err != nil {
+		if err := validateNamespace(o.selection.Namespace); err != nil {
 			return err
 		}
 		if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
@@ -448,19 +442,9 @@ func addFleetSelectionFlags(cmd *cobra.Command, sel *fleetupgrade.FleetSelection
 	fl := cmd.Flags()
 	addNamespaceFlags(cmd, &sel.Namespace, all, "With --kubernetes-version: only the clusters of this namespace (default: every namespace)", "With --kubernetes-version: the clusters of every namespace (the default)")
 	fl.StringVarP(&sel.Selector, "selector", "l", "", "With --kubernetes-version: only the clusters matching this label selector")
-}
-
-// checkFleetSelection refuses selection flags without --kubernetes-version, and a namespace that is not a name (-n with -A is refused by cobra, see addNamespaceFlags).
-func checkFleetSelection(fl *pflag.FlagSet, kubernetesVersion string) error {
-	if kubernetesVersion == "" {
-		for _, name := range []string{"namespace", "all-namespaces", "selector"} {
-			if fl.Changed(name) {
-				return usageErrorf("--%s selects workload clusters: it needs --kubernetes-version", name)
-			}
-		}
-		return nil
+	for _, name := range []string{"namespace", "all-namespaces", "selector"} {
+		requireFlags(cmd, "selects workload clusters", []string{name}, "kubernetes-version")
 	}
-	return validateNamespace(fl.Lookup("namespace").Value.String())
 }
 
 // completeProviders builds the provider upgrade's request from the flags and checks it, before
