@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
@@ -87,10 +86,8 @@ func (o *GenerateProviderOptions) complete([]string) error {
 		return usageErrorf("%s: %v", o.Type.Flag(), err)
 	}
 	o.Ref = ref
-	if o.TargetNamespace != "" {
-		if errs := validation.IsDNS1123Label(o.TargetNamespace); len(errs) > 0 {
-			return usageErrorf("--target-namespace %q: %s", o.TargetNamespace, strings.Join(errs, "; "))
-		}
+	if err := repository.CheckTargetNamespace(o.TargetNamespace); err != nil {
+		return usageError{err}
 	}
 	return nil
 }

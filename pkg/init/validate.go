@@ -1,10 +1,8 @@
 package clusterinit
 
 import (
-	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/capctl/capctl/pkg/install"
+	"github.com/capctl/capctl/pkg/repository"
 )
 
 // Check is the request check of `capctl init` (Options' field Validate, --validate, holds the
@@ -14,10 +12,7 @@ func (o Options) Check() error {
 	if err := checkSelection(o.Selection, o.TargetNamespace); err != nil {
 		return err
 	}
-	if o.WaitProviderTimeout <= 0 {
-		return fmt.Errorf("--wait-provider-timeout must be a positive number of seconds, not %d", int(o.WaitProviderTimeout.Seconds()))
-	}
-	return nil
+	return install.CheckWaitProviderTimeout(o.WaitProviderTimeout)
 }
 
 // Validate checks the request of `capctl init list-images` without any I/O, as Options.Check.
@@ -28,10 +23,5 @@ func checkSelection(sel Selection, targetNamespace string) error {
 	if _, err := ParseRequests(sel); err != nil {
 		return err
 	}
-	if targetNamespace != "" {
-		if errs := validation.IsDNS1123Label(targetNamespace); len(errs) > 0 {
-			return fmt.Errorf("--target-namespace %q: %s", targetNamespace, strings.Join(errs, "; "))
-		}
-	}
-	return nil
+	return repository.CheckTargetNamespace(targetNamespace)
 }

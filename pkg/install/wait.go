@@ -467,3 +467,12 @@ func Summary(objs []unstructured.Unstructured, skipWebhooks bool) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CheckWaitProviderTimeout is the one rule of --wait-provider-timeout (init and upgrade apply):
+// a positive number of seconds.
+func CheckWaitProviderTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("--wait-provider-timeout must be a positive number of seconds, not %d", int(d.Seconds()))
+	}
+	return nil
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/variables"
@@ -119,4 +121,16 @@ func (c *Client) Components(ctx context.Context, p Provider, opts ComponentsOpti
 	SortForInstall(objs)
 	out.Objects = objs
 	return out, nil
+}
+
+// CheckTargetNamespace is the one rule of --target-namespace (init, init list-images, generate
+// provider): empty (the components' own namespace) or a namespace name.
+func CheckTargetNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("--target-namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -130,5 +131,17 @@ func TestCacheCleanResultRender(t *testing.T) {
 		if b.String() != tc.want {
 			t.Errorf("got %q, want %q", b.String(), tc.want)
 		}
+	}
+}
+
+func TestCheckTargetNamespace(t *testing.T) {
+	if err := CheckTargetNamespace(""); err != nil {
+		t.Errorf("empty: %v", err)
+	}
+	if err := CheckTargetNamespace("capi-system"); err != nil {
+		t.Errorf("capi-system: %v", err)
+	}
+	if err := CheckTargetNamespace("Bad_NS"); err == nil || !strings.HasPrefix(err.Error(), `--target-namespace "Bad_NS": `) {
+		t.Errorf("Bad_NS: %v", err)
 	}
 }

@@ -46,8 +46,5 @@ func (r Request) validateChoice() error {
 // Validate checks the options without any I/O; its errors name the flags. The wait's timeout
 // must be positive (the flag's default is DefaultWaitProviderTimeout; Apply reads zero as it).
 func (o ApplyOptions) Validate() error {
-	if o.WaitTimeout <= 0 {
-		return fmt.Errorf("--wait-provider-timeout must be a positive number of seconds")
-	}
-	return nil
+	return install.CheckWaitProviderTimeout(o.WaitTimeout)
 }
