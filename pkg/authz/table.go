@@ -217,5 +217,6 @@ func Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Side, g, strings.Join(r.Resources, ", "), strings.Join(r.Verbs, ", "), r.Scope, r.Why)
 		}
 	}
+	b.WriteString("\nEvery least-privilege and lock case, with its test and the refusal it prints: [safety cases](safety-cases.md).\n")
 	return b.String()
 }
