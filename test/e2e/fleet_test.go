@@ -31,22 +31,11 @@ func TestFleetKubernetesUpgradeLive(t *testing.T) {
 	for _, name := range []string{"f-1", "f-2", "f-3"} {
 		e.createCluster(mgmt, fleetNS, name, k8sVersion, 1)
 	}
-	ctx := context.Background()
 	for name, wave := range waves {
 		e.waitAvailable(mgmt, fleetNS, name, 8*time.Minute) // three at once, on a loaded 2-core CI machine
-		u, err := getCluster(ctx, mgmt, fleetNS, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := u.GetLabels()
-		if l == nil {
-			l = map[string]string{}
-		}
-		l[fleetupgrade.PlainWaveLabel] = wave
-		u.SetLabels(l)
-		if err := mgmt.Client.Update(ctx, u); err != nil {
-			t.Fatal(err)
-		}
+		// A merge patch of the label alone: the controllers write the Cluster too, so a read and an
+		// update could meet a conflict.
+		setWave(t, mgmt, fleetNS, name, wave)
 	}
 	before := machineVersions(t, mgmt, fleetNS)
 	if len(before) != 6 {
