@@ -151,8 +151,8 @@ func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
 
 // initAt installs the four providers at one version with init's default wait (the managers'
 // Deployments available, their webhook Services with endpoints, every CA injected), then waits
-// until the API server calls the core webhook with the injected CA. Safe in parallel goroutines:
-// it reports with Errorf, callers check Failed.
+// until the API server calls each provider's webhook with the injected CA. Safe in parallel
+// goroutines: it reports with Errorf, callers check Failed.
 func (e *e2e) initAt(c *livemgmt.Cluster, version string) {
 	e.t.Helper()
 	// init is the one CPU-heavy phase (the API server builds 35 large CRDs): run as many at once
@@ -168,31 +168,47 @@ func (e *e2e) initAt(c *livemgmt.Cluster, version string) {
 	e.waitWebhooksAnswer(c)
 }
 
-// waitWebhooksAnswer dry-runs a Cluster create until the core webhook answers. Once init has
-// seen the CA injected, the API server's own copy of the webhook configuration may lag for a
-// moment and still call without it ("certificate signed by unknown authority": seen once in a
-// clean-clone CI run, 5 s after the managers started); a user applying right then gets that
-// error too. Any answer from the webhook, an admission refusal included, ends the wait.
+// webhookProbes are one kind per provider that init installs, each with a defaulting webhook:
+// an empty object's dry-run create reaches it before any schema check.
+var webhookProbes = []schema.GroupVersionKind{
+	clusterGVK,
+	{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmConfigTemplate"},
+	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlaneTemplate"},
+	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DockerClusterTemplate"},
+}
+
+// waitWebhooksAnswer dry-runs a create of each webhookProbes kind until its provider's webhook
+// answers. Once init has seen the CA injected, the API server's own copy of a webhook
+// configuration may lag for a moment and still call without it ("certificate signed by unknown
+// authority": seen in clean-clone CI runs, for the core and then for the bootstrap provider,
+// seconds after the managers started); a user applying right then gets that error too. Any
+// answer from the webhook, an admission refusal included, ends the wait for that kind.
 func (e *e2e) waitWebhooksAnswer(c *livemgmt.Cluster) {
 	e.t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	var last error
-	for time.Since(start) < time.Minute {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(servedClusterGVK(c))
-		u.SetNamespace(metav1.NamespaceDefault)
-		u.SetName("webhook-probe")
-		last = c.Client.Create(ctx, u, client.DryRunAll)
-		if last == nil || !strings.Contains(last.Error(), "failed calling webhook") {
-			if d := time.Since(start); d > time.Second {
-				e.t.Logf("the core webhook answered on %s %s after init returned", c.Name, d.Round(100*time.Millisecond))
+	for _, probe := range webhookProbes {
+		gvk := served(c, probe)
+		var last error
+		for {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			u.SetNamespace(metav1.NamespaceDefault)
+			u.SetName("webhook-probe")
+			last = c.Client.Create(ctx, u, client.DryRunAll)
+			if last == nil || !strings.Contains(last.Error(), "failed calling webhook") {
+				break
 			}
-			return
+			if time.Since(start) > time.Minute {
+				e.t.Errorf("the %s webhook on %s did not answer within a minute of init: %v", gvk.Kind, c.Name, last)
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
-	e.t.Errorf("the core webhook on %s did not answer within a minute of init: %v", c.Name, last)
+	if d := time.Since(start); d > time.Second {
+		e.t.Logf("the providers' webhooks answered on %s %s after init returned", c.Name, d.Round(100*time.Millisecond))
+	}
 }
 
 // createCluster generates an in-memory ClusterClass cluster with capctl and creates it.
