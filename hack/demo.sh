@@ -34,10 +34,11 @@ fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/capctl-demo.XXXXXX")"
 (cd "$ROOT" && go build -o "$WORK/livemgmt" ./hack/livemgmt)
-HARNESS_PID=
+HARNESS_PID= HANDOVER_PID=
 cleanup() {
   local rc=$?
   set +e
+  [[ -n "$HANDOVER_PID" ]] && kill "$HANDOVER_PID" 2>/dev/null
   if [[ -n "$HARNESS_PID" ]]; then
     say "Stopping the management clusters"
     kill -TERM "$HARNESS_PID" 2>/dev/null
@@ -99,6 +100,26 @@ machines_at() {
     sleep 3
   done
   note "$want machines Running at $v after $(( $(date +%s) - t0 ))s"
+}
+
+# handover NAME TO: once the target holds cluster NAME unpaused (the move's last step), ask the
+# harness to restart TO's CAPD so that it serves the moved cluster's in-memory machines, and wait
+# until it did.
+handover() {
+  local name="$1" to="$2" paused
+  for _ in $(seq 1200); do
+    if paused="$(kq --kubeconfig "$TARGET" get cluster "$name" -n "$NS" -o jsonpath='{.spec.paused}' 2>/dev/null)" &&
+      [[ "$paused" != true ]]; then
+      echo "$to" >"$WORK/mgmt/capd-home"
+      break
+    fi
+    sleep 0.5
+  done
+  for _ in $(seq 360); do
+    [[ "$(cat "$WORK/mgmt/capd-ready" 2>/dev/null)" == "$to" ]] && return 0
+    sleep 0.5
+  done
+  return 1
 }
 
 start=$(date +%s)
@@ -179,12 +200,16 @@ say "7. Move the workload cluster to the second management cluster"
 note "The target needs the same providers: initialise it likewise."
 capctl init "${INIT[@]}" --kubeconfig "$TARGET"
 capctl move -n "$NS" --to-kubeconfig "$TARGET" --dry-run
+note "The in-memory machines live in the source's CAPD process, where a real provider's machines would be"
+note "real hosts. So that the target's CAPD takes them over, as a real provider adopts moved machines, the"
+note "harness restarts it once the move hands the target the cluster unpaused, while the move's settle"
+note "check watches the cluster there."
+handover "$CLUSTER" mgmt-2 &
+HANDOVER_PID=$!
 capctl move -n "$NS" --to-kubeconfig "$TARGET"
+wait "$HANDOVER_PID" || die "CAPD did not restart against the target"
+HANDOVER_PID=
 kubectl get clusters -A
-note "CAPD runs once per host (fixed ports): it restarts against the target, which now owns the infrastructure."
-echo mgmt-2 >"$WORK/mgmt/capd-home"
-for _ in $(seq 360); do [[ "$(cat "$WORK/mgmt/capd-ready" 2>/dev/null)" == mgmt-2 ]] && break; sleep 0.5; done
-[[ "$(cat "$WORK/mgmt/capd-ready" 2>/dev/null)" == mgmt-2 ]] || die "CAPD did not restart against the target"
 export KUBECONFIG="$TARGET"
 note "A second workload cluster on the target (one control plane machine), so that the fleet upgrade below has two waves."
 capctl generate cluster "$CLUSTER2" --flavor in-memory --kubernetes-version "$WL_K8S" \
