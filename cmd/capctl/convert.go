@@ -6,18 +6,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/convert"
 )
 
 func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdConvert(f, nil) }) }
 
 // ConvertOptions are the flags and arguments of `capctl convert`: Request is the one
-// conversion request; Output the file -o writes.
+// conversion request.
 type ConvertOptions struct {
 	deps
 	convert.Request
-	Output string
 }
 
 func newCmdConvert(f *factory, runF func(*ConvertOptions) error) *cobra.Command {
@@ -57,7 +55,7 @@ written.`),
 		RunE: leafRun(o, o.complete, runF, runConvert),
 	}
 	cmd.Flags().StringVar(&o.ToVersion, "to-version", convert.TargetVersion, "The API version to convert to (only v1beta2)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Write the converted YAML to this file (mode 0600) instead of standard output")
+	cmd.Flags().StringVarP(&o.OutputFile, "output", "o", "", "Write the converted YAML to this file (mode 0600) instead of standard output")
 	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "Rewrite each converted file in place (files and directories)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Convert without writing anything and print what would change, file by file")
 	// -o writes one converted file: neither a rewrite in place nor a dry run writes one.
@@ -69,9 +67,6 @@ written.`),
 // complete takes the paths from the arguments and checks the request, before anything is read.
 func (o *ConvertOptions) complete(args []string) error {
 	o.Paths, o.Stdin = args, o.IO.In
-	if o.Output != "" && len(o.Paths) > 1 {
-		return usageErrorf("-o/--output takes the conversion of one input; for several files or a directory use --in-place")
-	}
 	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -96,14 +91,8 @@ func runConvert(ctx context.Context, o *ConvertOptions) error {
 	if err != nil {
 		return err
 	}
-	if !table {
-		out := rep.Files[0].Output
-		if o.Output != "" {
-			// Converted objects may hold secrets (files in a KubeadmConfig), so 0600.
-			if werr := output.WritePrivateFile(o.Output, out); werr != nil {
-				return werr
-			}
-		} else if _, werr := o.IO.Out.Write(out); werr != nil {
+	if !table && o.OutputFile == "" {
+		if _, werr := o.IO.Out.Write(rep.Files[0].Output); werr != nil {
 			return werr
 		}
 	}

@@ -26,7 +26,7 @@ func TestConvertOptions(t *testing.T) {
 		{args: []string{file}, want: ConvertOptions{Request: convert.Request{Paths: []string{file}, ToVersion: "v1beta2"}}},
 		{args: []string{dir, "--in-place"}, want: ConvertOptions{Request: convert.Request{Paths: []string{dir}, ToVersion: "v1beta2", InPlace: true}}},
 		{args: []string{dir, "--dry-run"}, want: ConvertOptions{Request: convert.Request{Paths: []string{dir}, ToVersion: "v1beta2", DryRun: true}}},
-		{args: []string{"-", "-o", "out.yaml"}, want: ConvertOptions{Request: convert.Request{Paths: []string{"-"}, ToVersion: "v1beta2"}, Output: "out.yaml"}},
+		{args: []string{"-", "-o", "out.yaml"}, want: ConvertOptions{Request: convert.Request{Paths: []string{"-"}, ToVersion: "v1beta2", OutputFile: "out.yaml"}}},
 		{args: []string{}, want: ConvertOptions{Request: convert.Request{ToVersion: "v1beta2"}}},
 		{args: []string{file, "--to-version", "v1beta1"}, wantErr: `--to-version "v1beta1" is not supported`},
 		{args: []string{dir}, wantErr: "is a directory: convert it with --in-place"},
@@ -48,7 +48,7 @@ func TestConvertOptions(t *testing.T) {
 			continue
 		}
 		got.IO = nil
-		if got.Output != tc.want.Output || got.InPlace != tc.want.InPlace || got.DryRun != tc.want.DryRun ||
+		if got.OutputFile != tc.want.OutputFile || got.InPlace != tc.want.InPlace || got.DryRun != tc.want.DryRun ||
 			got.ToVersion != tc.want.ToVersion || strings.Join(got.Paths, ",") != strings.Join(tc.want.Paths, ",") {
 			t.Errorf("%v: options %+v, want %+v", tc.args, *got, tc.want)
 		}

@@ -81,8 +81,8 @@ var flagCases = map[string]flagCase{
 		}
 	}),
 	"capctl convert": capture(newCmdConvert, []string{"-", "-o", "out.yaml"}, func(t *testing.T, o *ConvertOptions) {
-		if !reflect.DeepEqual(o.Paths, []string{"-"}) || o.Stdin != o.IO.In || o.ToVersion != "v1beta2" || o.Output != "out.yaml" || o.InPlace || o.DryRun {
-			t.Errorf("request %+v, output %q", o.Request, o.Output)
+		if !reflect.DeepEqual(o.Paths, []string{"-"}) || o.Stdin != o.IO.In || o.ToVersion != "v1beta2" || o.OutputFile != "out.yaml" || o.InPlace || o.DryRun {
+			t.Errorf("request %+v", o.Request)
 		}
 	}),
 	"capctl delete": capture(newCmdDelete, []string{"-i", "docker", "--include-namespace", "--dry-run"}, func(t *testing.T, o *DeleteOptions) {

@@ -44,6 +44,9 @@ type Request struct {
 	InPlace bool
 	// DryRun converts and reports, writing nothing.
 	DryRun bool
+	// OutputFile, for one input, is the file (created 0600: converted objects may hold secrets,
+	// files in a KubeadmConfig) the conversion is written to; empty leaves it in the report.
+	OutputFile string
 }
 
 // Report is what a run did (or, with DryRun, would do).
@@ -128,6 +131,9 @@ func (r *Request) Validate() error {
 	if r.InPlace && r.DryRun {
 		return errors.New("--in-place and --dry-run exclude each other: --dry-run shows what --in-place would write")
 	}
+	if r.OutputFile != "" && (len(r.Paths) > 1 || r.InPlace || r.DryRun) {
+		return errors.New("-o/--output takes the conversion of one input; for several files or a directory use --in-place")
+	}
 	for _, p := range r.Paths {
 		if p == "-" {
 			if r.InPlace {
@@ -209,6 +215,11 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 				return rep, fmt.Errorf("writing %s (files before it in the report were written): %w", f.Path, err)
 			}
 			rep.Written = append(rep.Written, f.Path)
+		}
+	}
+	if req.OutputFile != "" {
+		if err := output.WritePrivateFile(req.OutputFile, rep.Files[0].Output); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil

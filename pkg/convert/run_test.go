@@ -124,6 +124,8 @@ func TestRequestValidate(t *testing.T) {
 		{Request{Paths: []string{dir}}, "is a directory: convert it with --in-place"},
 		{Request{Paths: []string{filepath.Join(dir, "missing.yaml")}}, "missing.yaml"},
 		{Request{Paths: []string{file, "-"}}, "standard input cannot be combined"},
+		{Request{Paths: []string{file, file}, OutputFile: "out.yaml"}, "-o/--output takes the conversion of one input"},
+		{Request{Paths: []string{dir}, DryRun: true, OutputFile: "out.yaml"}, "-o/--output takes the conversion of one input"},
 	} {
 		err := tc.req.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -133,6 +135,30 @@ func TestRequestValidate(t *testing.T) {
 	ok := Request{Paths: []string{file}}
 	if err := ok.Validate(); err != nil || ok.ToVersion != TargetVersion {
 		t.Errorf("valid request: %v, to %q", err, ok.ToVersion)
+	}
+}
+
+// TestRunWritesOutputFile: -o's file holds the conversion, created 0600 (a KubeadmConfig's files
+// may hold secrets), and nothing is left in the report's written list (that is for --in-place).
+func TestRunWritesOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.yaml")
+	rep, err := Run(context.Background(), Request{Paths: []string{"-"}, Stdin: strings.NewReader(mhcV1beta1), OutputFile: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(rep.Files[0].Output) || !strings.Contains(string(got), "cluster.x-k8s.io/v1beta2") {
+		t.Errorf("%s holds:\n%s", out, got)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v (%v), want 0600", out, st.Mode().Perm(), err)
+	}
+	if len(rep.Written) != 0 {
+		t.Errorf("written %v, want none", rep.Written)
 	}
 }
 
