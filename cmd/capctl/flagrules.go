@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,8 @@ import (
 
 // This file is the one home of the flag rules several commands share: -n/--namespace with
 // -A/--all-namespaces, the syntax of a namespace or cluster name given on the command line,
-// --contexts/--all-contexts against --kubeconfig-context, durations that must be positive and
-// timeouts given in seconds.
+// --contexts/--all-contexts against --kubeconfig-context, durations that must be positive,
+// counts that must lie in a range and timeouts given in seconds.
 
 // addNamespaceFlags adds -n/--namespace and -A/--all-namespaces, marked mutually exclusive with
 // cobra's own rule (the error is a usage error: applyInvocationRules types it).
@@ -90,6 +91,35 @@ func (v positiveDuration) Set(s string) error {
 func positiveDurationVar(fl *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fl.Var(positiveDuration{p}, name, usage)
+}
+
+// boundedInt is the pflag.Value of a count flag that must lie in [min, max]: a value outside is a
+// flag error while flags are parsed. It is for counts whose request reads 0 as "the default", so
+// that an explicit 0 is refused rather than silently replaced. Its type is "int", as pflag's own.
+type boundedInt struct {
+	p        *int
+	min, max int
+}
+
+func (v boundedInt) String() string { return strconv.Itoa(*v.p) }
+func (v boundedInt) Type() string   { return "int" }
+
+func (v boundedInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return err
+	}
+	if n < v.min || n > v.max {
+		return fmt.Errorf("must be between %d and %d", v.min, v.max)
+	}
+	*v.p = n
+	return nil
+}
+
+// boundedIntVar adds an int flag that refuses values outside [min, max].
+func boundedIntVar(fl *pflag.FlagSet, p *int, name string, value, min, max int, usage string) {
+	*p = value
+	fl.Var(boundedInt{p, min, max}, name, usage)
 }
 
 // seconds is the pflag.Value of a timeout given as a whole number of seconds (clusterctl's

@@ -43,6 +43,8 @@ func TestMoveFlagValidation(t *testing.T) {
 		{[]string{"move", "--abandon", "--dry-run"}, "--abandon"},
 		{[]string{"move", "--abandon", "--resume", "--to-kubeconfig", "t"}, "--abandon"},
 		{[]string{"move", "--abandon", "--to-directory", "d"}, "--abandon"},
+		{[]string{"move", "--to-kubeconfig", "t", "--parallelism", "0"}, `invalid argument "0" for "--parallelism" flag: must be between 1 and 256`},
+		{[]string{"move", "--to-kubeconfig", "t", "--parallelism", "257"}, "must be between 1 and 256"},
 	} {
 		_, errOut, code := runCapctl(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -25,7 +25,9 @@ import (
 
 // Defaults.
 const (
-	DefaultParallelism      = 16
+	DefaultParallelism = 16
+	// MaxParallelism is the most concurrent writes a move accepts (the --parallelism range).
+	MaxParallelism          = 256
 	DefaultBlockMoveTimeout = 5 * time.Minute
 )
 

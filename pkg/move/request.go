@@ -97,8 +97,8 @@ func (r Request) Validate() error {
 	if r.Settle < 0 {
 		return fmt.Errorf("--settle must not be negative (use --no-settle to skip the check)")
 	}
-	if r.Parallelism < 0 || r.Parallelism > 256 {
-		return fmt.Errorf("--parallelism must be between 1 and 256")
+	if r.Parallelism < 0 || r.Parallelism > MaxParallelism {
+		return fmt.Errorf("--parallelism must be between 1 and %d", MaxParallelism)
 	}
 	return nil
 }
