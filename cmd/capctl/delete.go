@@ -85,9 +85,6 @@ func (o *DeleteOptions) complete([]string) error {
 			if err != nil {
 				return usageErrorf("%s: %v", t.Flag(), err)
 			}
-			if ref.Version == "latest" {
-				return usageErrorf("%s %s: give the installed version or none", t.Flag(), s)
-			}
 			o.Request.Providers = append(o.Request.Providers, deletion.Selection{Type: t, Name: ref.Name, Namespace: ref.Namespace, Version: ref.Version})
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -74,11 +73,8 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 
 // complete checks --to and parses the provider labels (default: what a first init installs).
 func (o *MirrorOptions) complete(args []string) error {
-	if o.To == "" {
-		return usageErrorf("--to DIR is required") // given as ""; cobra refuses it missing
-	}
-	if st, err := os.Stat(o.To); err == nil && !st.IsDir() {
-		return usageErrorf("--to %s is a file, not a folder", o.To)
+	if err := repository.CheckMirrorDir(o.To); err != nil { // given as ""; cobra refuses it missing
+		return usageError{err}
 	}
 	if len(args) == 0 {
 		args = defaultMirror

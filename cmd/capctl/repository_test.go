@@ -117,6 +117,8 @@ func TestRepositoryMirror(t *testing.T) {
 		{"repository", "mirror", "--to", to, "docker"},
 		{"repository", "mirror", "--to", to, "infrastructure-docker:"},
 		{"repository", "mirror", "--to", to, "infrastructure-docker:1.2.x"},
+		{"repository", "mirror", "--to", mcfg, "cluster-api"},
+		{"repository", "mirror", "--to", "", "cluster-api"},
 	} {
 		if _, errOut, code := runCapctl(t, append(bad, "--config", cfg)...); code == 0 || !strings.Contains(errOut, "Usage:") {
 			t.Errorf("%v: want a usage error, got %d %s", bad, code, errOut)

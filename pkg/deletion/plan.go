@@ -147,6 +147,9 @@ func (o Options) Validate() error {
 		if s.Type == provider.CoreProviderType && s.Name != provider.CoreProviderName {
 			return fmt.Errorf("the core provider is named %q, not %q", provider.CoreProviderName, s.Name)
 		}
+		if s.Version == "latest" {
+			return fmt.Errorf("%s: give the installed version or none", s)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -54,6 +55,9 @@ type MirrorResult struct {
 // Files come through GetFile, so the overrides folder and the cache apply (offline mirroring from
 // the cache works).
 func (c *Client) Mirror(ctx context.Context, dir string, reqs []MirrorRequest, opts MirrorOptions) (*MirrorResult, error) {
+	if err := CheckMirrorDir(dir); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -96,6 +100,18 @@ func (c *Client) Mirror(ctx context.Context, dir string, reqs []MirrorRequest, o
 	}
 	res.Config = mirrorConfig(res)
 	return res, nil
+}
+
+// CheckMirrorDir refuses a mirror folder that cannot be one, before anything is fetched: none
+// given, or a path that is a file (a missing folder is created).
+func CheckMirrorDir(dir string) error {
+	if dir == "" {
+		return errors.New("--to DIR is required: the folder of the local repository to write")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("--to %s is a file, not a folder", dir)
+	}
+	return nil
 }
 
 // mirrorFiles picks the files of a version worth mirroring.
