@@ -116,10 +116,11 @@ func (v boundedInt) Set(s string) error {
 	return nil
 }
 
-// boundedIntVar adds an int flag that refuses values outside [min, max].
-func boundedIntVar(fl *pflag.FlagSet, p *int, name string, value, min, max int, usage string) {
+// intBetween stores value into p and returns the flag value that keeps p within [min, max]:
+// fl.Var(intBetween(&n, 16, 1, 256), "name", usage).
+func intBetween(p *int, value, min, max int) boundedInt {
 	*p = value
-	fl.Var(boundedInt{p, min, max}, name, usage)
+	return boundedInt{p, min, max}
 }
 
 // seconds is the pflag.Value of a timeout given as a whole number of seconds (clusterctl's

@@ -102,7 +102,7 @@ contract than the source is refused.`),
 	fl.BoolVar(&o.resume, "resume", false, "Finish the unfinished move recorded in the source cluster's journal")
 	fl.BoolVar(&o.restartTarget, "restart-target", false, "With --resume: the move's target was lost or rebuilt; re-create every object in --to-kubeconfig from the journal's copy and finish there")
 	positiveDurationVar(fl, &o.blockMoveTimeout, "block-move-timeout", move.DefaultBlockMoveTimeout, "How long to wait, in total, for every clusterctl.cluster.x-k8s.io/block-move annotation to be removed")
-	boundedIntVar(fl, &o.parallelism, "parallelism", move.DefaultParallelism, 1, move.MaxParallelism, "How many objects of one owner level are written at once")
+	fl.Var(intBetween(&o.parallelism, move.DefaultParallelism, 1, move.MaxParallelism), "parallelism", "How many objects of one owner level are written at once")
 	fl.BoolVar(&o.acceptLoss, "accept-conversion-loss", false, "Move even when converting objects to the target's API versions (a v1beta1 to v1beta2 management cluster) loses values; the dry run lists them, the journal and the report record them")
 	fl.DurationVar(&o.settle, "settle", move.DefaultSettle, "After the move, watch the moved clusters in the target this long and report Machines created or deleted, provider IDs changed, or Available lost")
 	fl.BoolVar(&o.planReplacement, "plan-replacement", false, "Print the runbook for replacing this management cluster by --to-kubeconfig (blue/green): providers to install there, the contract jump and conversions, what does not move, the move command and its checks; changes nothing")
