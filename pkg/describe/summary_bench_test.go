@@ -185,9 +185,11 @@ func kubectlAtOnce(b *testing.B, envs []*testenv.Env, n int, home string) {
 	if _, err := os.Stat(kubectl); err != nil {
 		b.Skipf("no kubectl in %s", testenv.AssetsDir())
 	}
+	var clientCPU, serverCPU []float64
 	once := func() float64 {
 		cmds := make([]*exec.Cmd, len(envs))
 		outs := make([]strings.Builder, len(envs))
+		cpuBefore := testenv.ServersCPU(b, envs)
 		start := time.Now()
 		for i, e := range envs {
 			cmds[i] = exec.Command(kubectl, "get", "clusters.cluster.x-k8s.io", "-A", "--kubeconfig", e.Kubeconfig)
@@ -203,6 +205,11 @@ func kubectlAtOnce(b *testing.B, envs []*testenv.Env, n int, home string) {
 			}
 		}
 		seconds := time.Since(start).Seconds()
+		var cpu float64
+		for _, c := range cmds {
+			cpu += testenv.ProcessCPU(c)
+		}
+		clientCPU, serverCPU = append(clientCPU, cpu), append(serverCPU, testenv.ServersCPU(b, envs)-cpuBefore)
 		for i := range outs {
 			if lines := strings.Count(strings.TrimSpace(outs[i].String()), "\n") + 1; lines != n+1 {
 				b.Fatalf("server %d: %d lines from kubectl, want a header and %d rows", i+1, lines, n)
@@ -211,10 +218,12 @@ func kubectlAtOnce(b *testing.B, envs []*testenv.Env, n int, home string) {
 		return seconds
 	}
 	once()
+	clientCPU, serverCPU = nil, nil
 	var secs []float64
 	for i := 0; i < benchRuns(b); i++ {
 		secs = append(secs, once())
 	}
 	b.ReportMetric(testenv.Median(secs), "s/op")
+	testenv.LogCPUFloor(b, testenv.Median(clientCPU), testenv.Median(serverCPU))
 	b.Logf("runs %v s, load %s", secs, testenv.LoadAverage())
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,21 +21,64 @@ import (
 // alike. Reading the metrics is itself one request.
 func (e *Env) ServedRequests(tb testing.TB) int64 {
 	tb.Helper()
+	n, _ := e.serverMetrics(tb)
+	return n
+}
+
+// serverMetrics reads the API server's served-request count and the CPU seconds its process has
+// used (process_cpu_seconds_total; etcd, a process of its own, is not in it).
+func (e *Env) serverMetrics(tb testing.TB) (requests int64, cpuSeconds float64) {
+	tb.Helper()
 	raw, err := e.Client.Discovery.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		tb.Fatalf("reading the API server's metrics: %v", err)
 	}
 	var total float64
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		request := strings.HasPrefix(line, "apiserver_request_total{")
+		if !request && !strings.HasPrefix(line, "process_cpu_seconds_total ") {
 			continue
 		}
 		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		if request {
 			total += v
+		} else {
+			cpuSeconds = v
 		}
 	}
-	return int64(total)
+	return int64(total), cpuSeconds
+}
+
+// ServersCPU is the CPU seconds the API servers of envs have used so far, summed.
+func ServersCPU(tb testing.TB, envs []*Env) float64 {
+	tb.Helper()
+	var sum float64
+	for _, e := range envs {
+		_, c := e.serverMetrics(tb)
+		sum += c
+	}
+	return sum
+}
+
+// ProcessCPU is the user and system CPU seconds of a child that has exited.
+func ProcessCPU(cmd *exec.Cmd) float64 {
+	if cmd.ProcessState == nil {
+		return 0
+	}
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+}
+
+// LogCPUFloor reports the CPU a run used (the client's and the API servers') and logs the wall
+// time that CPU alone needs on this host's cores: on a host where the servers share the client's
+// cores, no fan-out makes a run faster than that.
+func LogCPUFloor(b *testing.B, clientCPU, serverCPU float64) {
+	b.ReportMetric(clientCPU, "client-cpu-s/op")
+	b.ReportMetric(serverCPU, "server-cpu-s/op")
+	b.Logf("CPU per run: client %.2f s, API servers %.2f s: at least %.2f s of wall time on %d cores", clientCPU, serverCPU, (clientCPU+serverCPU)/float64(runtime.NumCPU()), runtime.NumCPU())
 }
 
 // ResetPeakRSS resets this process's peak resident set size (Linux: /proc/self/clear_refs), so
@@ -143,11 +187,14 @@ func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, comma
 		}
 		return n
 	}
+	var clientCPU, serverCPU []float64
 	once := func() (float64, float64, float64) {
-		before := served()
+		before, cpuBefore := served(), ServersCPU(b, envs)
 		start := time.Now()
-		out, peak, err := RunSampled(command())
+		cmd := command()
+		out, peak, err := RunSampled(cmd)
 		seconds := time.Since(start).Seconds()
+		clientCPU, serverCPU = append(clientCPU, ProcessCPU(cmd)), append(serverCPU, ServersCPU(b, envs)-cpuBefore)
 		if err != nil {
 			var exit *exec.ExitError
 			ok := false
@@ -166,6 +213,7 @@ func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, comma
 		return seconds, float64(served() - before - int64(len(envs))), peak
 	}
 	once()
+	clientCPU, serverCPU = nil, nil
 	var secs, reqs, rss []float64
 	for i := 0; i < runs; i++ {
 		s, r, p := once()
@@ -174,5 +222,6 @@ func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, comma
 	b.ReportMetric(Median(secs), "s/op")
 	b.ReportMetric(Median(reqs), "served/op")
 	b.ReportMetric(Median(rss), "peak-RSS-MiB")
+	LogCPUFloor(b, Median(clientCPU), Median(serverCPU))
 	b.Logf("runs %v s, load %s", secs, LoadAverage())
 }
