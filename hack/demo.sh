@@ -203,10 +203,12 @@ capctl move -n "$NS" --to-kubeconfig "$TARGET" --dry-run
 note "The in-memory machines live in the source's CAPD process, where a real provider's machines would be"
 note "real hosts. So that the target's CAPD takes them over, as a real provider adopts moved machines, the"
 note "harness restarts it once the move hands the target the cluster unpaused, while the move's settle"
-note "check watches the cluster there."
+note "check watches the cluster there. That restart falls inside the settle period, so the period is 3"
+note "minutes here rather than the default 1: on a loaded machine the restarted CAPD and the controllers"
+note "above it took longer than a minute to report the cluster Available again."
 handover "$CLUSTER" mgmt-2 &
 HANDOVER_PID=$!
-capctl move -n "$NS" --to-kubeconfig "$TARGET"
+capctl move -n "$NS" --to-kubeconfig "$TARGET" --settle 3m
 wait "$HANDOVER_PID" || die "CAPD did not restart against the target"
 HANDOVER_PID=
 kubectl get clusters -A
