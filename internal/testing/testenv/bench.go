@@ -180,21 +180,26 @@ func (e *Env) BenchChild(b *testing.B, runs, rows int, okExit []int, command fun
 // cluster): served/op is the sum of what they all served.
 func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, command func() *exec.Cmd) {
 	b.Helper()
-	served := func() int64 {
+	// One read of each server's metrics before and after a run gives both its requests and its
+	// CPU, so the only reads to subtract are those two.
+	served := func() (int64, float64) {
 		var n int64
+		var cpu float64
 		for _, e := range envs {
-			n += e.ServedRequests(b)
+			r, c := e.serverMetrics(b)
+			n, cpu = n+r, cpu+c
 		}
-		return n
+		return n, cpu
 	}
 	var clientCPU, serverCPU []float64
 	once := func() (float64, float64, float64) {
-		before, cpuBefore := served(), ServersCPU(b, envs)
+		before, cpuBefore := served()
 		start := time.Now()
 		cmd := command()
 		out, peak, err := RunSampled(cmd)
 		seconds := time.Since(start).Seconds()
-		clientCPU, serverCPU = append(clientCPU, ProcessCPU(cmd)), append(serverCPU, ServersCPU(b, envs)-cpuBefore)
+		after, cpuAfter := served()
+		clientCPU, serverCPU = append(clientCPU, ProcessCPU(cmd)), append(serverCPU, cpuAfter-cpuBefore)
 		if err != nil {
 			var exit *exec.ExitError
 			ok := false
@@ -210,7 +215,7 @@ func BenchChildOn(b *testing.B, envs []*Env, runs, rows int, okExit []int, comma
 		if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != rows+1 {
 			b.Fatalf("%d lines of output, want a header and %d rows:\n%.2000s", lines, rows, out)
 		}
-		return seconds, float64(served() - before - int64(len(envs))), peak
+		return seconds, float64(after - before - int64(len(envs))), peak
 	}
 	once()
 	clientCPU, serverCPU = nil, nil
