@@ -92,7 +92,9 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 	}
 
 	// Hand the infrastructure over as soon as the target holds the cluster unpaused, while the
-	// move's settle check (60 s, the default) watches it there.
+	// move's settle check watches it there. The hand-over restarts the target's CAPD inside the
+	// settle period, so the period is 3 minutes rather than the default one: a loaded CI run ended
+	// the default minute with the restarted CAPD not yet reporting the cluster Available again.
 	handed := make(chan error, 1)
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -108,7 +110,7 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 		}
 		handed <- hctx.Err()
 	}()
-	out = e.mustCapctl(src, "move", "-n", ns, "--accept-conversion-loss", "--to-kubeconfig", dst.Kubeconfig)
+	out = e.mustCapctl(src, "move", "-n", ns, "--accept-conversion-loss", "--settle", "3m", "--to-kubeconfig", dst.Kubeconfig)
 	if !strings.Contains(out, "Settled:") {
 		t.Errorf("the move did not report its settle check:\n%s", out)
 	}
