@@ -315,6 +315,11 @@ type countingTransport struct {
 	onRequest func(method, url string, status int, elapsed time.Duration, err error)
 }
 
+// WrappedRoundTripper lets client-go reach the transport beneath: when a request's timeout fires,
+// it walks the wrappers to the one that can cancel, and logs a warning at every wrapper it cannot
+// see through (one line per timed-out request, in the middle of init's output on a slow server).
+func (t countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	if t.onRequest == nil {
