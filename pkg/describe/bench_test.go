@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/internal/testing/testenv"
@@ -109,55 +112,85 @@ func BenchmarkDescribeCluster(b *testing.B) {
 		}
 		ungroupedMax = n
 	}
+	// DESCRIBE_BENCH_UNCOMPRESSED=1 also runs each tool with a kubeconfig that sets
+	// disable-compression (kubectl's --disable-compression): the API server then sends the lists
+	// as they are instead of gzipped, which on loopback saves both sides the CPU of gzip.
+	compressions := []bool{true}
+	if os.Getenv("DESCRIBE_BENCH_UNCOMPRESSED") == "1" {
+		compressions = append(compressions, false)
+	}
 	for _, workers := range benchWorkers(b) {
 		machines := workers + 3
 		for _, tool := range []string{"capctl", "baseline", "clusterctl"} {
-			for _, grouping := range []bool{true, false} {
-				b.Run(fmt.Sprintf("machines=%d/tool=%s/grouping=%v", machines, tool, grouping), func(b *testing.B) {
-					bin := capctl
-					if tool == "baseline" {
-						if baseline == "" {
-							b.Skip("DESCRIBE_BENCH_BASELINE is unset")
+			for _, compressed := range compressions {
+				for _, grouping := range []bool{true, false} {
+					b.Run(fmt.Sprintf("machines=%d/tool=%s/compressed=%v/grouping=%v", machines, tool, compressed, grouping), func(b *testing.B) {
+						bin := capctl
+						if tool == "baseline" {
+							if baseline == "" {
+								b.Skip("DESCRIBE_BENCH_BASELINE is unset")
+							}
+							bin = baseline
 						}
-						bin = baseline
-					}
-					if tool == "clusterctl" {
-						if clusterctl == "" {
-							b.Skip("CAPCTL_CLUSTERCTL is unset")
+						if tool == "clusterctl" {
+							if clusterctl == "" {
+								b.Skip("CAPCTL_CLUSTERCTL is unset")
+							}
+							if !grouping && machines > ungroupedMax {
+								b.Skipf("clusterctl reads each object by GET without grouping: run up to %d machines only (DESCRIBE_BENCH_CLUSTERCTL_UNGROUPED_MAX)", ungroupedMax)
+							}
+							bin = clusterctl
 						}
-						if !grouping && machines > ungroupedMax {
-							b.Skipf("clusterctl reads each object by GET without grouping: run up to %d machines only (DESCRIBE_BENCH_CLUSTERCTL_UNGROUPED_MAX)", ungroupedMax)
+						s := benchCluster(b, workers)
+						home := b.TempDir()
+						kubeconfig := env.Kubeconfig
+						if !compressed {
+							kubeconfig = uncompressedKubeconfig(b, env.Kubeconfig)
 						}
-						bin = clusterctl
-					}
-					s := benchCluster(b, workers)
-					home := b.TempDir()
-					var seconds, requests, rss []float64
-					for i := 0; i < runs; i++ {
-						cmd := exec.Command(bin, "describe", "cluster", s.Cluster, "-n", s.Namespace, "--kubeconfig", env.Kubeconfig,
-							"--grouping="+strconv.FormatBool(grouping))
-						cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "NO_COLOR=1", "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
-						before := env.ServedRequests(b)
-						start := time.Now()
-						out, peak, err := testenv.RunSampled(cmd)
-						elapsed := time.Since(start).Seconds()
-						served := env.ServedRequests(b) - before - 1 // without the metrics read itself
-						if err != nil {
-							b.Fatalf("%s describe cluster: %v\n%s", tool, err, out)
+						var seconds, requests, rss []float64
+						for i := 0; i < runs; i++ {
+							cmd := exec.Command(bin, "describe", "cluster", s.Cluster, "-n", s.Namespace, "--kubeconfig", kubeconfig,
+								"--grouping="+strconv.FormatBool(grouping))
+							cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "NO_COLOR=1", "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
+							before := env.ServedRequests(b)
+							start := time.Now()
+							out, peak, err := testenv.RunSampled(cmd)
+							elapsed := time.Since(start).Seconds()
+							served := env.ServedRequests(b) - before - 1 // without the metrics read itself
+							if err != nil {
+								b.Fatalf("%s describe cluster: %v\n%s", tool, err, out)
+							}
+							if !treeRoot.MatchString(string(out)) {
+								b.Fatalf("%s describe cluster printed no tree of %s:\n%s", tool, s.Cluster, out)
+							}
+							seconds, requests, rss = append(seconds, elapsed), append(requests, float64(served)), append(rss, peak)
 						}
-						if !treeRoot.MatchString(string(out)) {
-							b.Fatalf("%s describe cluster printed no tree of %s:\n%s", tool, s.Cluster, out)
-						}
-						seconds, requests, rss = append(seconds, elapsed), append(requests, float64(served)), append(rss, peak)
-					}
-					b.ReportMetric(testenv.Median(seconds), "s/op")
-					b.ReportMetric(testenv.Median(requests), "requests/op")
-					b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
-					b.Logf("%s, machines=%d, grouping=%v: runs %s; load average %s", tool, machines, grouping, formatSeconds(seconds), testenv.LoadAverage())
-				})
+						b.ReportMetric(testenv.Median(seconds), "s/op")
+						b.ReportMetric(testenv.Median(requests), "requests/op")
+						b.ReportMetric(testenv.Median(rss), "peak-RSS-MiB")
+						b.Logf("%s, machines=%d, compressed=%v, grouping=%v: runs %s; load average %s", tool, machines, compressed, grouping, formatSeconds(seconds), testenv.LoadAverage())
+					})
+				}
 			}
 		}
 	}
+}
+
+// uncompressedKubeconfig writes a copy of the kubeconfig at path whose clusters set
+// disable-compression.
+func uncompressedKubeconfig(b *testing.B, path string) string {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.DisableCompression = true
+	}
+	out := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // BenchmarkDescribeInProcess is one describe cluster (a fresh client, so discovery is counted,
