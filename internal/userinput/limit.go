@@ -127,6 +127,12 @@ func readLimit(ctx context.Context, r io.Reader, name string, limit int64, flag 
 // purpose (a FIFO from process substitution, /dev/stdin) are read like any stream, and bounded
 // the same way; a directory is refused.
 func ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return ReadFileLimit(ctx, path, Max(), Flag)
+}
+
+// ReadFileLimit is ReadFile with an explicit bound and what raises it (a flag, or the reason
+// nothing does).
+func ReadFileLimit(ctx context.Context, path string, limit int64, flag string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -135,12 +141,12 @@ func ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var size int64
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory", path)
-	} else if err == nil && st.Mode().IsRegular() && st.Size() > Max() {
-		return nil, &TooLargeError{Name: path, Limit: Max(), Flag: Flag} // known before reading
+	} else if err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, &TooLargeError{Name: path, Limit: limit, Flag: flag} // known before reading
 	} else if err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	}
-	return readLimit(ctx, f, path, Max(), Flag, size)
+	return readLimit(ctx, f, path, limit, flag, size)
 }
 
 // ctxReader stops a read loop when its context is done.

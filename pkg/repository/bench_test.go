@@ -32,8 +32,7 @@ func BenchmarkComponentsDocker(b *testing.B) {
 }
 
 // BenchmarkCachedComponentsRead measures reading the cached core components (1.1 MiB) in a new
-// run: "sidecar" trusts the file through its SHA-256 sidecar, "validate" is the one-time full check
-// of a file cached without one (by an older capctl).
+// run, trusted through its SHA-256 sidecar.
 func BenchmarkCachedComponentsRead(b *testing.B) {
 	data, err := os.ReadFile(filepath.Join(fixtureRepo(b), "cluster-api", "v1.14.0", "core-components.yaml"))
 	if err != nil {
@@ -44,17 +43,9 @@ func BenchmarkCachedComponentsRead(b *testing.B) {
 	if err := dc.putFile(key, version, file, data); err != nil {
 		b.Fatal(err)
 	}
-	p, _ := dc.filePath(key, version, file)
-	for _, mode := range []string{"sidecar", "validate"} {
-		b.Run(mode, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if mode == "validate" {
-					_ = os.Remove(sidecarPath(p))
-				}
-				if _, _, bad, ok := dc.getFile(key, version, file); !ok || bad != nil {
-					b.Fatal(bad)
-				}
-			}
-		})
+	for i := 0; i < b.N; i++ {
+		if _, _, bad, ok := dc.getFile(key, version, file); !ok || bad != nil {
+			b.Fatal(bad)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/userinput"
 )
 
 // diskCache keeps fetched files under {dir}/files/{repository}/{version}/{file} and version lists
@@ -28,12 +30,13 @@ func (c *diskCache) filePath(key, version, file string) (string, error) {
 	return safeJoin(filepath.Join(c.dir, "files"), key, version, file)
 }
 
-// getFile returns a cached file and its path. The file is checked: one whose checksum sidecar
-// matches was validated when it was written. One whose sidecar does not match changed after it
-// was cached (cut by a full disk, edited): it is bad, whatever it looks like, because a cut at a
-// document boundary is still valid YAML and would install a provider without its last objects.
-// Only a file without a sidecar (cached by an older capctl) is validated now (validateFile) and
-// given one; bad is the reason a file cannot be used.
+// getFile returns a cached file and its path. The file is checked against the checksum sidecar
+// written beside it when it was cached, after it passed validateFile. A file whose sidecar does not
+// match, or that has none, is bad, whatever it looks like: a cut at a document boundary is still
+// valid YAML and would install a provider without its last objects, and a file whose sidecar went
+// missing cannot be told from one cut after it was cached, so parsing it again would re-bless a cut
+// file. bad is the reason a file cannot be used; the caller fetches it again, or names it offline.
+// Reads are bounded (userinput.Max): a cache entry replaced by an endless file is not read to the end.
 func (c *diskCache) getFile(key, version, file string) (data []byte, path string, bad error, ok bool) {
 	if c == nil || key == "" {
 		return nil, "", nil, false
@@ -42,25 +45,26 @@ func (c *diskCache) getFile(key, version, file string) (data []byte, path string
 	if err != nil {
 		return nil, "", nil, false
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
+	b, err := userinput.ReadFile(context.Background(), p)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil, false
+	} else if err != nil {
+		return nil, p, fmt.Errorf("it cannot be read: %w", err), true
 	}
 	sum := checksum(b)
-	side, err := os.ReadFile(sidecarPath(p))
+	side, err := userinput.ReadFileLimit(context.Background(), sidecarPath(p), 1<<10, "")
 	switch {
 	case err == nil && strings.TrimSpace(string(side)) == sum:
 		return b, p, nil, true
 	case err == nil:
 		return b, p, fmt.Errorf("its SHA-256 is %s but it was cached with %s: the file changed after it was cached", sum, strings.TrimSpace(string(side))), true
-	case !errors.Is(err, fs.ErrNotExist):
+	case userinput.IsTooLarge(err):
+		return b, p, fmt.Errorf("its checksum file %s is longer than a checksum", sidecarPath(p)), true
+	case errors.Is(err, fs.ErrNotExist):
+		return b, p, fmt.Errorf("it has no checksum beside it (%s), so it cannot be told from a file cut or changed after it was cached", sidecarPath(p)), true
+	default:
 		return b, p, fmt.Errorf("its checksum %s cannot be read: %w", sidecarPath(p), err), true
 	}
-	if err := validateFile(file, b); err != nil {
-		return b, p, err, true
-	}
-	_ = writeFileAtomic(sidecarPath(p), []byte(sum+"\n"), 0o644)
-	return b, p, nil, true
 }
 
 // removeFile drops a cached file and its sidecar.
@@ -144,7 +148,7 @@ func (c *diskCache) getVersions(key string) (*cachedVersions, bool) {
 	if err != nil {
 		return nil, false
 	}
-	b, err := os.ReadFile(p)
+	b, err := userinput.ReadFileLimit(context.Background(), p, 16<<20, "") // a version list is kilobytes
 	if err != nil {
 		return nil, false
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/capctl/capctl/internal/userinput"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -311,5 +312,73 @@ func TestCutCachedFileIsNeverReblessed(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != widgetComponents {
 		t.Errorf("the cache still holds the cut file:\n%s", b)
+	}
+}
+
+// TestCachedFileWithoutChecksumIsNotReblessed: a cached file whose checksum sidecar went missing
+// cannot be told from a file cut after it was cached (a cut at a document boundary still parses),
+// so it is never validated and given a new checksum. Offline it is refused, naming the file;
+// online it is fetched again, and the checksum written is that of the release.
+func TestCachedFileWithoutChecksumIsNotReblessed(t *testing.T) {
+	gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
+	ctx := context.Background()
+	if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	path := cachedPath(cacheDir, "infrastructure-components.yaml")
+	writeTestFile(t, path, widgetComponents[:strings.Index(widgetComponents, "---")])
+	if err := os.Remove(sidecarPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
+
+	off := gh.options(cacheDir)
+	off.Offline = true
+	_, err := newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "no checksum beside it") {
+		t.Fatalf("offline with a cut cached file and no checksum: %v, want a refusal naming %s", err, path)
+	}
+	if _, err := os.Stat(sidecarPath(path)); !os.IsNotExist(err) {
+		t.Fatalf("the cut file was given a checksum (%v)", err)
+	}
+
+	before := gh.downloads.Load()
+	comp, err := newTestClient(t, cfg, gh.options(cacheDir)).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+	if err != nil {
+		t.Fatalf("online with a cut cached file and no checksum: %v", err)
+	}
+	if len(comp.Objects) != 2 {
+		t.Errorf("%d objects installed, want the 2 of the release", len(comp.Objects))
+	}
+	if n := gh.downloads.Load() - before; n != 1 {
+		t.Errorf("%d downloads, want the file fetched once", n)
+	}
+	if side, _ := os.ReadFile(sidecarPath(path)); strings.TrimSpace(string(side)) != checksum([]byte(widgetComponents)) {
+		t.Errorf("checksum now %q, want the release's", side)
+	}
+}
+
+// TestEndlessCachedFileIsNotReadToTheEnd: a cache entry replaced by an endless stream is read
+// up to the input bound and refused, naming the cache path.
+func TestEndlessCachedFileIsNotReadToTheEnd(t *testing.T) {
+	gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
+	ctx := context.Background()
+	if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	path := cachedPath(cacheDir, "infrastructure-components.yaml")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	defer userinput.SetMax(userinput.SetMax(1 << 20))
+	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
+	off := gh.options(cacheDir)
+	off.Offline = true
+	_, err := newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "larger than 1Mi") {
+		t.Fatalf("offline with /dev/zero in the cache: %v, want a refusal naming %s and the bound", err, path)
 	}
 }
