@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capctl/capctl/internal/userinput"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -251,13 +253,16 @@ func (c *Client) getFile(ctx context.Context, p Provider, version, file string) 
 	}
 	if ov, err := c.overridePath(p, version, file); err != nil {
 		return nil, "", err
-	} else if b, err := os.ReadFile(ov); err == nil {
+	} else if b, err := userinput.ReadFile(ctx, ov); err == nil {
 		level := 1
 		if file == p.ComponentsFile() {
 			level = 0
 		}
 		c.log.V(level).Info("Using override", "file", ov)
 		return b, fromOverride, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// An override that exists but cannot be used is not silently replaced by the release.
+		return nil, "", fmt.Errorf("override %s cannot be used: %w", ov, err)
 	}
 	s, _, err := c.source(p)
 	if err != nil {

@@ -3,10 +3,12 @@ package repository
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -260,5 +262,42 @@ func TestParseMetadataValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: want %q, got %v", body, want, err)
 		}
+	}
+}
+
+// TestEndlessLocalFilesAreBounded: an override or a local repository file that is an endless
+// stream is read up to the input bound and refused, naming the file; an override that exists
+// but cannot be read is never silently replaced by the release.
+func TestEndlessLocalFilesAreBounded(t *testing.T) {
+	defer userinput.SetMax(userinput.SetMax(1 << 20))
+	ov := t.TempDir()
+	cfg := fixtureConfig(t, "overridesFolder: "+ov+"\n")
+	path := filepath.Join(ov, "infrastructure-docker", "v1.14.0", "infrastructure-components.yaml")
+	writeTestFile(t, path, "")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, cfg, Options{Offline: true})
+	p, _ := c.Provider("docker", provider.InfrastructureProviderType)
+	_, err := c.GetFile(context.Background(), p, "v1.14.0", "infrastructure-components.yaml")
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "larger than 1Mi") {
+		t.Fatalf("override that is /dev/zero: %v, want a refusal naming %s and the bound", err, path)
+	}
+
+	repo := t.TempDir()
+	local := filepath.Join(repo, "infrastructure-widget", "v1.0.0", "infrastructure-components.yaml")
+	writeTestFile(t, filepath.Join(repo, "infrastructure-widget", "v1.0.0", "metadata.yaml"), "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries: [{major: 1, minor: 0, contract: v1beta2}]\n")
+	if err := os.Symlink("/dev/zero", local); err != nil {
+		t.Fatal(err)
+	}
+	cfg = loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: "+local+"\n", nil)
+	c = newTestClient(t, cfg, Options{Offline: true})
+	p, _ = c.Provider("widget", provider.InfrastructureProviderType)
+	_, err = c.GetFile(context.Background(), p, "v1.0.0", "infrastructure-components.yaml")
+	if err == nil || !strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), "larger than 1Mi") {
+		t.Fatalf("local repository file that is /dev/zero: %v, want a refusal naming %s and the bound", err, local)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capctl/capctl/internal/userinput"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,12 +66,12 @@ func (l *localSource) versions(_ context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (l *localSource) getFile(_ context.Context, version, file string) ([]byte, error) {
+func (l *localSource) getFile(ctx context.Context, version, file string) ([]byte, error) {
 	p, err := safeJoin(filepath.Join(l.basePath, l.label), version, file)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	b, err := userinput.ReadFile(ctx, p) // bounded: a local repository is a file a user hands us
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", p, ErrNotFound)
