@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capctl/capctl/internal/redact"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -91,19 +93,19 @@ func Load(ctx context.Context, opts Options) (*Config, error) {
 			return nil, err
 		}
 		defer cleanup()
-		if err := c.read(local, path); err != nil {
+		if err := c.read(ctx, local, path); err != nil {
 			return nil, err
 		}
 	case path != "":
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("config file %s: %w (check the --config flag)", path, err)
 		}
-		if err := c.read(path, path); err != nil {
+		if err := c.read(ctx, path, path); err != nil {
 			return nil, err
 		}
 	default:
 		if found := findDefault(); found != "" {
-			if err := c.read(found, found); err != nil {
+			if err := c.read(ctx, found, found); err != nil {
 				return nil, err
 			}
 		}
@@ -124,19 +126,24 @@ func findDefault() string {
 	return ""
 }
 
-func (c *Config) read(path, shownAs string) error {
-	c.v.SetConfigFile(path)
-	if filepath.Ext(path) == "" {
-		c.v.SetConfigType("yaml")
+func (c *Config) read(ctx context.Context, path, shownAs string) error {
+	// Read here, within the input bound, rather than by viper: a config file named /dev/zero or an
+	// endless pipe would otherwise be read until the process runs out of memory.
+	data, err := userinput.ReadFile(ctx, path)
+	if err != nil {
+		return fmt.Errorf("reading config file %s: %w", shownAs, err)
 	}
-	if err := c.v.ReadInConfig(); err != nil {
+	typ := strings.TrimPrefix(filepath.Ext(path), ".")
+	if typ == "" {
+		typ = "yaml"
+	}
+	c.v.SetConfigType(typ)
+	if err := c.v.ReadConfig(bytes.NewReader(data)); err != nil {
 		var parseErr viper.ConfigParseError
 		if errors.As(err, &parseErr) {
 			// The parser's own "line N" is where the enclosing block starts; name the real line.
-			if data, rerr := os.ReadFile(path); rerr == nil {
-				if where, ok := describeYAMLError(data); ok {
-					return fmt.Errorf("config file %s is not valid YAML: %s", shownAs, where)
-				}
+			if where, ok := describeYAMLError(data); ok {
+				return fmt.Errorf("config file %s is not valid YAML: %s", shownAs, where)
 			}
 			return fmt.Errorf("config file %s is not valid YAML: %s", shownAs, strings.TrimPrefix(parseErr.Error(), "While parsing config: "))
 		}

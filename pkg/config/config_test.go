@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capctl/capctl/internal/userinput"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -180,6 +182,43 @@ func TestWrongTypesAreNamedWithoutGoTypes(t *testing.T) {
 		}
 		if err != nil && (strings.Contains(err.Error(), "interface") || strings.Contains(err.Error(), "unconvertible")) {
 			t.Errorf("%q: Go types in %v", body, err)
+		}
+	}
+}
+
+// TestEndlessConfigFileIsBounded: a config file that is an endless stream is read up to the input
+// bound and refused, naming the file and the flag that raises the bound.
+func TestEndlessConfigFileIsBounded(t *testing.T) {
+	defer userinput.SetMax(userinput.SetMax(1 << 20))
+	p := filepath.Join(t.TempDir(), "clusterctl.yaml")
+	if err := os.Symlink("/dev/zero", p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(context.Background(), Options{Path: p})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "larger than 1Mi") || !strings.Contains(err.Error(), "--max-input-size") {
+		t.Fatalf("config file that is /dev/zero: %v, want a refusal naming it, the bound and --max-input-size", err)
+	}
+}
+
+// TestConfigFileExtensionsStillRead: files named .yml and .json, and one without an extension,
+// are read as before the bounded read.
+func TestConfigFileExtensionsStillRead(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"clusterctl.yml":  "FOO: yml\n",
+		"clusterctl.json": `{"FOO": "json"}`,
+		"clusterctl":      "FOO: none\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(context.Background(), Options{Path: p, LookupEnv: func(string) (string, bool) { return "", false }})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v, err := c.Get("FOO"); err != nil || v == "" {
+			t.Errorf("%s: FOO = %q, %v", name, v, err)
 		}
 	}
 }
