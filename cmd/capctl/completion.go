@@ -1,10 +1,8 @@
 package main
 
 import (
-	"sort"
-
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func init() { registerCommand(newCmdCompletion) }
@@ -43,19 +41,10 @@ func newCmdCompletion(f *factory) *cobra.Command {
 // completeContexts offers the contexts of the kubeconfig for --kubeconfig-context.
 func completeContexts(f *factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		if f.global.kubeconfig != "" {
-			rules.ExplicitPath = f.global.kubeconfig
-		}
-		cfg, err := rules.Load()
+		kc, err := cluster.LoadKubeconfig(f.global.kubeconfig) // bounded like every kubeconfig read
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		names := make([]string, 0, len(cfg.Contexts))
-		for n := range cfg.Contexts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return kc.ContextNames(), cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capctl/capctl/internal/userinput"
 	"net/http"
 	"os"
 	"sort"
@@ -159,11 +160,77 @@ func loadKubeconfig(explicitPath, flag string) (*clientcmdapi.Config, *clientcmd
 		rules.ExplicitPath = explicitPath
 	}
 	files := describeFiles(rules)
+	if explicitPath != "" {
+		if raw, read, err := loadSpecialKubeconfig(explicitPath, flag); err != nil || read {
+			return raw, rules, files, err
+		}
+	} else if err := checkKubeconfigFiles(rules.Precedence); err != nil {
+		return nil, nil, "", err
+	}
 	raw, err := rules.Load()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("loading kubeconfig %s: %w", files, err)
 	}
 	return raw, rules, files, nil
+}
+
+// A kubeconfig is a file a user hands us, bounded like every other (userinput.Max): client-go
+// would read /dev/zero or an endless pipe given as --kubeconfig until the process ran out of
+// memory. A regular file is checked by its size and read by client-go's loading rules; a special
+// file named on purpose (process substitution, /dev/stdin) is read here within the bound.
+// loadSpecialKubeconfig reports read=false for a regular file within the bound.
+func loadSpecialKubeconfig(path, flag string) (raw *clientcmdapi.Config, read bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, true, fmt.Errorf("kubeconfig %s: %w (check %s)", path, err, flag)
+	}
+	if st.Mode().IsRegular() {
+		if st.Size() > userinput.Max() {
+			return nil, true, fmt.Errorf("kubeconfig %s: %w", path, &userinput.TooLargeError{Name: path, Limit: userinput.Max(), Flag: userinput.Flag})
+		}
+		return nil, false, nil
+	}
+	data, err := userinput.ReadFile(context.Background(), path)
+	if err != nil {
+		return nil, true, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	raw, err = clientcmd.Load(data)
+	if err != nil {
+		return nil, true, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	// As client-go's loading rules do: entries know their file, and relative paths in them are
+	// resolved against its folder.
+	for _, c := range raw.Clusters {
+		c.LocationOfOrigin = path
+	}
+	for _, a := range raw.AuthInfos {
+		a.LocationOfOrigin = path
+	}
+	for _, c := range raw.Contexts {
+		c.LocationOfOrigin = path
+	}
+	if err := clientcmd.ResolveLocalPaths(raw); err != nil {
+		return nil, true, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return raw, true, nil
+}
+
+// checkKubeconfigFiles bounds the files of KUBECONFIG (or ~/.kube/config) before client-go reads
+// them: each must be a regular file within the input bound.
+func checkKubeconfigFiles(paths []string) error {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // client-go skips missing files of the list
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("kubeconfig %s (from KUBECONFIG or the default path) is not a regular file: pass a special file with --kubeconfig, which reads it within the input bound", p)
+		}
+		if st.Size() > userinput.Max() {
+			return fmt.Errorf("kubeconfig %s: %w", p, &userinput.TooLargeError{Name: p, Limit: userinput.Max(), Flag: userinput.Flag})
+		}
+	}
+	return nil
 }
 
 func describeFiles(rules *clientcmd.ClientConfigLoadingRules) string {
