@@ -153,6 +153,9 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 	return err
 }
 
+// maxAnswer is the most read of an answer to a yes/no question.
+const maxAnswer = 256
+
 // confirm asks before deleting, unless --yes; without a terminal it refuses.
 func (o *DeleteOptions) confirm(plan *deletion.Plan) error {
 	if o.Yes {
@@ -178,10 +181,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// confirm asks a yes/no question on a terminal.
+// confirm asks a yes/no question on a terminal. The answer is read from at most one short line's
+// bytes, so an endless standard input without a newline is a "no", not a read without end.
 func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 	fmt.Fprint(out, question)
-	line, err := bufio.NewReader(in).ReadString('\n')
+	line, err := bufio.NewReader(io.LimitReader(in, maxAnswer)).ReadString('\n')
 	if err != nil && line == "" {
 		if err == io.EOF {
 			return false, nil

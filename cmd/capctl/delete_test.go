@@ -112,3 +112,29 @@ func TestDeleteCommand(t *testing.T) {
 		t.Errorf("--all --yes: no progress on stderr:\n%s", errOut)
 	}
 }
+
+// endless is a standard input that never ends and never sends a newline.
+type endless struct{ b byte }
+
+func (e endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = e.b
+	}
+	return len(p), nil
+}
+
+// TestConfirmReadsOneShortLine: the [y/N] answer is read from at most one short line, so an
+// endless standard input is a "no", not a read without end; a plain "y" still confirms.
+func TestConfirmReadsOneShortLine(t *testing.T) {
+	var out strings.Builder
+	ok, err := confirm(endless{'y'}, &out, "Delete? [y/N] ")
+	if err != nil || ok {
+		t.Fatalf("endless y without a newline: ok=%v err=%v, want a no", ok, err)
+	}
+	if ok, err := confirm(strings.NewReader("y\n"), &out, "Delete? [y/N] "); err != nil || !ok {
+		t.Fatalf("y: ok=%v err=%v", ok, err)
+	}
+	if ok, _ := confirm(strings.NewReader(""), &out, "Delete? [y/N] "); ok {
+		t.Fatal("no answer confirmed")
+	}
+}
