@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/capctl/capctl/internal/userinput"
 	"sort"
 	"strconv"
 	"time"
@@ -276,6 +276,10 @@ func writeSnapshot(ctx context.Context, c client.Client, j *journal, g *Graph) e
 	return nil
 }
 
+// maxJournalObjects bounds the uncompressed copy of the objects a journal holds: 28,000 objects
+// (1,000 clusters) take about 150 MiB.
+var maxJournalObjects int64 = 1 << 30 // a variable only so a test can lower it
+
 // readSnapshot rebuilds the graph from the journal's copy, checking its digest.
 func readSnapshot(ctx context.Context, c client.Reader, j *journal) (*Graph, error) {
 	if j.DataSecrets == 0 {
@@ -297,7 +301,13 @@ func readSnapshot(ctx context.Context, c client.Reader, j *journal) (*Graph, err
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
 	}
-	raw, err := io.ReadAll(zr)
+	// Bounded: the Secrets are only as trustworthy as who may write them, and a few kilobytes of
+	// gzip can expand without end.
+	raw, err := userinput.ReadAllLimit(ctx, zr, "the journal's copy of the objects", maxJournalObjects, "")
+	if userinput.IsTooLarge(err) {
+		return nil, fmt.Errorf("the journal's copy of the objects (Secrets %s/%s-*) expands past %s: no move writes a copy this large, so it is not the journal of a move and is not trusted",
+			j.namespace, JournalName, userinput.Human(maxJournalObjects))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
 	}

@@ -1,10 +1,16 @@
 package move
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -181,4 +187,29 @@ func randomText(n, seed int) string {
 		b[i] = 'a' + byte(x%26)
 	}
 	return string(b)
+}
+
+// TestSnapshotGzipBombIsRefused: a journal copy whose digest matches but whose gzip expands past
+// the bound is refused once the bound is read, not decompressed to the end.
+func TestSnapshotGzipBombIsRefused(t *testing.T) {
+	defer func(old int64) { maxJournalObjects = old }(maxJournalObjects)
+	maxJournalObjects = 1 << 20
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(make([]byte, 8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	c := fake.NewClientBuilder().WithScheme(cluster.Scheme()).WithObjects(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JournalName + "-0"},
+		Data:       map[string][]byte{"objects.json.gz": buf.Bytes()},
+	}).Build()
+	j := &journal{MoveID: "move-test", Scope: Scope{Namespace: "ns"}, namespace: "ns", DataSecrets: 1, DataSHA256: hex.EncodeToString(sum[:])}
+	_, err := readSnapshot(context.Background(), c, j)
+	if err == nil || !strings.Contains(err.Error(), "expands past 1Mi") || !strings.Contains(err.Error(), "ns/"+JournalName) {
+		t.Fatalf("a gzip bomb in the journal: %v, want a refusal naming the Secrets and the bound", err)
+	}
 }
