@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
@@ -227,6 +229,8 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 		}
 	}
 	// Every LIST runs even when one fails, so the error names all that could not be read.
+	var unread authz.Reads
+	var hard atomic.Bool
 	results := make([][]unstructured.Unstructured, len(jobs))
 	errs := make([]error, len(jobs))
 	var g errgroup.Group
@@ -240,6 +244,11 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 				opts = append(opts, client.InNamespace(j.ns))
 			}
 			if err := c.List(ctx, list, opts...); err != nil {
+				if authz.Tolerable(err) {
+					unread.Add(authz.FromError(j.ns, err))
+				} else {
+					hard.Store(true)
+				}
 				where := "all namespaces"
 				if j.ns != "" {
 					where = "namespace " + j.ns
@@ -256,7 +265,7 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 	}
 	_ = g.Wait() // the goroutines report through errs
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, &listError{err: err, unread: unread.Unread(), hard: hard.Load()}
 	}
 	var out []unstructured.Unstructured
 	seen := map[types.UID]bool{}
@@ -272,7 +281,32 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 	return out, nil
 }
 
-// Discover reads the source cluster and builds the move graph for the scope.
+// listError is a listing that failed; unread are the kinds the API server refused or could not
+// serve (each of those failed alone), so a caller about to change something can refuse naming them.
+type listError struct {
+	err    error
+	unread []authz.Unreadable
+	// hard: some list failed for a reason that is not one kind's (a bad credential, a server gone).
+	hard bool
+}
+
+func (e *listError) Error() string { return e.err.Error() }
+func (e *listError) Unwrap() error { return e.err }
+
+// incompleteSource turns a source listing that failed only on kinds the API server refused or
+// could not serve into the refusal of an incomplete view: a move acts on what it lists (it
+// deletes the source's objects once the target has them), so what it did not see would be left
+// behind or split between two homes.
+func incompleteSource(err error) error {
+	var le *listError
+	if errors.As(err, &le) && len(le.unread) > 0 && !le.hard {
+		return &authz.IncompleteError{Command: "capctl move", Unreadable: le.unread}
+	}
+	return err
+}
+
+// Discover reads the source cluster and builds the move graph for the scope. A kind it cannot
+// list makes it refuse (authz.IncompleteError), naming every such kind and the verbs missing.
 func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, error) {
 	namespaces := []string{""}
 	if !scope.AllNamespaces {
@@ -307,7 +341,7 @@ func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, erro
 	}
 	objs, err := listAll(ctx, c, typesToList, namespaces, extra)
 	if err != nil {
-		return nil, err
+		return nil, incompleteSource(err)
 	}
 	var foreign map[string]bool
 	if !scope.AllNamespaces {

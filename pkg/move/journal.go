@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/authz"
 	"sort"
 	"strconv"
 	"time"
@@ -122,6 +123,11 @@ func sameScope(a, b Scope) bool {
 func listJournals(ctx context.Context, c client.Reader) ([]*journal, error) {
 	list := &corev1.ConfigMapList{}
 	if err := c.List(ctx, list, client.HasLabels{JournalLabel}); err != nil {
+		if authz.Tolerable(err) {
+			// Without it the move cannot know whether another, unfinished move holds the namespace.
+			return nil, fmt.Errorf("looking for the journal of an unfinished move: %w",
+				&authz.IncompleteError{Command: "capctl move", Unreadable: []authz.Unreadable{authz.NewUnreadable("configmaps", "", "list", err)}})
+		}
 		return nil, fmt.Errorf("looking for the journal of an unfinished move: %w", err)
 	}
 	var out []*journal

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/capctl/capctl/pkg/authz"
 )
 
 // TestMoveRefusedForAMissingTargetPermission: an operator of the target who may do everything
@@ -48,5 +50,78 @@ func unchanged(t *testing.T, before, after map[string]*unstructured.Unstructured
 		if after[k] == nil || after[k].GetResourceVersion() != o.GetResourceVersion() {
 			t.Errorf("source object %s changed", k)
 		}
+	}
+}
+
+// TestMoveRefusesAnIncompleteSourceView: a source user who cannot list two kinds of the move
+// (DockerMachines, Machines) is refused before anything is paused, with both kinds and the verb
+// named at once and a Role snippet; a move deletes what it listed from the source, so what it did
+// not see would be left behind. One who cannot list ConfigMaps cluster-wide cannot look for
+// unfinished moves' journals, and is refused the same way.
+func TestMoveRefusesAnIncompleteSourceView(t *testing.T) {
+	src, dst := sharedPair(t)
+	const ns = "perm-source-list"
+	src.CreateNamespaces(t, ns)
+	b := &builder{tb: t, c: src.Client, ns: ns}
+	b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
+
+	src.GrantAllBut(t, "source-lister", map[string][]string{
+		"dockermachines.infrastructure.cluster.x-k8s.io": {"list"},
+		"machines.cluster.x-k8s.io":                      {"list"},
+	})
+	operator := src.User(t, "source-lister")
+	before := snapshot(t, src.Client, ns)
+	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
+	if !authz.IsIncomplete(err) {
+		t.Fatalf("want the refusal of an incomplete view, got %v", err)
+	}
+	for _, want := range []string{"capctl move refuses to act on an incomplete view", "2 kind(s)",
+		"dockermachines.infrastructure.cluster.x-k8s.io (list in namespace " + ns, "machines.cluster.x-k8s.io (list in namespace " + ns,
+		"Nothing was changed", "kind: Role"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q:\n%v", want, err)
+		}
+	}
+	unchanged(t, before, snapshot(t, src.Client, ns))
+
+	src.GrantAllBut(t, "journal-blind", map[string][]string{"configmaps": {"list"}})
+	_, err = Move(context.Background(), src.User(t, "journal-blind"), dst.Client, Options{Scope: Scope{Namespace: ns}})
+	if !authz.IsIncomplete(err) || !strings.Contains(err.Error(), "configmaps (list in all namespaces") || !strings.Contains(err.Error(), "kind: ClusterRole") {
+		t.Fatalf("without list configmaps: want the refusal of an incomplete view naming it, got %v", err)
+	}
+	unchanged(t, before, snapshot(t, src.Client, ns))
+	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
+		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
+	}
+}
+
+// TestMoveRefusedForMissingSourcePermissions: a source user who can read everything but cannot
+// delete Secrets nor patch Clusters (the move pauses, then deletes the source's copy) is refused
+// by the preflight before the first write, with both permissions named at once.
+func TestMoveRefusedForMissingSourcePermissions(t *testing.T) {
+	src, dst := sharedPair(t)
+	const ns = "perm-source-write"
+	src.CreateNamespaces(t, ns)
+	b := &builder{tb: t, c: src.Client, ns: ns}
+	b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
+
+	src.GrantAllBut(t, "source-writer", map[string][]string{
+		"secrets":                   {"delete"},
+		"clusters.cluster.x-k8s.io": {"patch"},
+	})
+	operator := src.User(t, "source-writer")
+	before := snapshot(t, src.Client, ns)
+	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
+	if !errors.Is(err, ErrPermissions) {
+		t.Fatalf("want a permission refusal, got %v", err)
+	}
+	for _, want := range []string{"delete secrets in namespace " + ns, "patch clusters.cluster.x-k8s.io in namespace " + ns, "source", "nothing was changed", "kind: Role"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q:\n%v", want, err)
+		}
+	}
+	unchanged(t, before, snapshot(t, src.Client, ns))
+	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
+		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
 	}
 }
