@@ -82,6 +82,7 @@ var Commands = []Command{
 	{Name: "move", Rules: []Rule{
 		{Source, "coordination.k8s.io", []string{"leases"}, []string{"get", "create", "update", "delete"}, InNamespace, "the namespace lock"},
 		{Source, "", []string{"configmaps", "secrets"}, []string{"get", "list", "create", "update", "delete", "deletecollection"}, InNamespace, "the journal and its copy of the objects"},
+		{Source, "", []string{"configmaps"}, []string{"list"}, ClusterWide, "the journals of unfinished moves in every namespace (an -A move keeps one for all)"},
 		{Source, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"list"}, ClusterWide, "the moved kinds"},
 		{Source, "clusterctl.cluster.x-k8s.io", []string{"providers"}, []string{"list"}, ClusterWide, "the providers to compare"},
 		{Source, "*", []string{EveryMovedKind}, []string{"get", "list", "patch", "update", "delete"}, InNamespace, "read, pause, strip finalizers, delete"},
