@@ -53,21 +53,23 @@ func Upgrade(ctx context.Context, c *cluster.Client, plan *UpgradePlan, comps *C
 		log = logging.Discard()
 	}
 	log.Info("Upgrading cert-manager", "from", plan.From, "to", plan.To)
-	if err := migrateObjects(ctx, c, log); err != nil {
-		return err
-	}
 	objs := make([]unstructured.Unstructured, len(comps.Objects))
 	for i := range comps.Objects {
 		objs[i] = *comps.Objects[i].DeepCopy()
 	}
 	Prepare(objs, comps.Version)
 
+	// Listed before the first write (the migration): an incomplete listing is refused unchanged.
 	old, err := install.ListInstalled(ctx, c, install.ListInstalledOptions{
 		What:     "cert-manager",
 		Selector: []client.ListOption{client.MatchingLabels{inventory.CoreLabel: CoreValue}},
 		Skip:     keptOnUpgrade,
+		Command:  "capctl upgrade apply",
 	}, objs)
 	if err != nil {
+		return err
+	}
+	if err := migrateObjects(ctx, c, log); err != nil {
 		return err
 	}
 	for i := range old {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 )
 
@@ -43,11 +45,16 @@ type ListInstalledOptions struct {
 	Namespace string
 	// Skip leaves out kinds that are never replaced (CRDs, Namespaces, ...).
 	Skip func(schema.GroupKind) bool
+	// Command names who acts on the listing ("capctl upgrade apply") in the refusal of an
+	// incomplete one.
+	Command string
 }
 
 // ListInstalled lists the objects in the cluster, selected by opts, of every kind in the given
 // components sets plus the usual kinds of components. Kinds the server does not serve are
-// skipped: nothing of them can exist.
+// skipped: nothing of them can exist. The callers delete what it returns, so a kind the API server
+// refuses to list (or cannot serve) makes it refuse with an authz.IncompleteError naming every such
+// kind, once all were tried: what it did not see would stay behind, unrecorded.
 func ListInstalled(ctx context.Context, c *cluster.Client, opts ListInstalledOptions, sets ...[]unstructured.Unstructured) ([]unstructured.Unstructured, error) {
 	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, gvk := range usualKinds {
@@ -67,6 +74,7 @@ func ListInstalled(ctx context.Context, c *cluster.Client, opts ListInstalledOpt
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
 	var out []unstructured.Unstructured
+	var unread authz.Reads
 	for _, gk := range gks {
 		m, err := c.Mapper.RESTMapping(gk, kinds[gk].Version)
 		if err != nil {
@@ -78,16 +86,24 @@ func ListInstalled(ctx context.Context, c *cluster.Client, opts ListInstalledOpt
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(m.GroupVersionKind.Kind + "List"))
 		lo := append([]client.ListOption(nil), opts.Selector...)
+		ns := ""
 		if opts.Namespace != "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
-			lo = append(lo, client.InNamespace(opts.Namespace))
+			ns = opts.Namespace
+			lo = append(lo, client.InNamespace(ns))
 		}
 		if err := c.List(ctx, list, lo...); err != nil {
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("listing the %s objects of %s: %w", gk.Kind, opts.What, err)
+			if err := unread.Note(strings.TrimSuffix(m.Resource.Resource+"."+gk.Group, "."), ns, "list", err); err != nil {
+				return nil, fmt.Errorf("listing the %s objects of %s: %w", gk.Kind, opts.What, err)
+			}
+			continue
 		}
 		out = append(out, list.Items...)
+	}
+	if u := unread.Unread(); u != nil {
+		return nil, fmt.Errorf("listing the objects of %s: %w", opts.What, &authz.IncompleteError{Command: opts.Command, Unreadable: u})
 	}
 	return out, nil
 }

@@ -342,6 +342,7 @@ func providerObjects(ctx context.Context, c *cluster.Client, p inventory.Provide
 		Selector:  []client.ListOption{client.MatchingLabels{inventory.ProviderLabel: p.ManifestLabel()}, client.HasLabels{inventory.ClusterctlLabel}},
 		Namespace: p.Namespace,
 		Skip:      kept,
+		Command:   "capctl upgrade apply",
 	}, sets...)
 }
 

@@ -245,6 +245,26 @@ func TestApplyOnAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a user who cannot list Roles nor ConfigMaps is refused before the first change", func(t *testing.T) {
+		// The old components are deleted from a listing: a kind left out of it would stay behind
+		// with no inventory entry recording it.
+		env.GrantAllBut(t, "no-role-list", map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}, "configmaps": {"list"}})
+		operator := env.User(t, "no-role-list")
+		_, err := Apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
+		if !authz.IsIncomplete(err) {
+			t.Fatalf("want the refusal of an incomplete view, got %v", err)
+		}
+		for _, want := range []string{"capctl upgrade apply refuses to act on an incomplete view", "roles.rbac.authorization.k8s.io (list in namespace capi-system", "configmaps (list in namespace capi-system", "kind: Role", "Nothing was changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal lacks %q:\n%v", want, err)
+			}
+		}
+		items, _ := inventory.List(ctx, c)
+		if items[0].Version != "v1.13.4" || !strings.HasSuffix(deploymentImage(t, c, "capi-system", "capi-controller-manager"), ":v1.13.4") {
+			t.Errorf("the refused upgrade changed the cluster: %+v", items)
+		}
+	})
+
 	t.Run("patch upgrade with explicit versions", func(t *testing.T) {
 		res, err := Apply(ctx, c, cat, Request{Providers: []Requested{
 			req(provider.CoreProviderType, "capi-system/cluster-api:v1.13.5"),
