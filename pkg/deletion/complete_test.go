@@ -57,15 +57,16 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	cases := []struct {
 		user, role string
 		dropped    map[string][]string
-		incomplete bool // refused as an incomplete view (a viewer is refused earlier: it cannot read the inventory)
-		preflight  bool // refused by the permission preflight, before the first delete
+		incomplete bool // refused as an incomplete view
+		preflight  bool // refused by the permission preflight, before the first delete (a viewer, who cannot read the inventory, already there)
 		want       []string
 	}{
 		{user: "no-list-roles", dropped: map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}}, incomplete: true,
 			want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}},
 		{user: "no-delete-deployments", dropped: map[string][]string{"deployments.apps": {"delete"}}, preflight: true,
 			want: []string{"delete deployments.apps cluster-wide", "kind: ClusterRole", "nothing was changed"}},
-		{user: "viewer", role: "view", want: []string{"forbidden", "providers"}},
+		{user: "viewer", role: "view", preflight: true,
+			want: []string{"reading the inventory", "delete providers.clusterctl.cluster.x-k8s.io cluster-wide", "kind: ClusterRole", "capctl auth can-i delete"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.user, func(t *testing.T) {

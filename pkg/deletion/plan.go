@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -243,6 +244,15 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 		return nil, err
 	}
 	items, err := inventory.List(ctx, c)
+	if apierrors.IsForbidden(err) {
+		// Say which of the inventory's verbs are missing, with a snippet, rather than the
+		// server's one refusal. The kinds delete would then list and delete are unknown until
+		// the inventory is read; `capctl auth can-i delete` checks them all.
+		x := authz.Expansion{Kinds: map[string][]string{authz.EveryComponentKind: {}, authz.EveryListableKind: {}}}
+		if perr := authz.Preflight(ctx, "delete", x, authz.Cluster{Side: authz.Management, Client: c, Host: c.Config.Host}); perr != nil {
+			return nil, fmt.Errorf("reading the inventory: %w", perr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
