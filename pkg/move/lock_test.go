@@ -58,7 +58,13 @@ func TestConcurrentMovesOneWins(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case errors.Is(err, ErrLocked), errors.Is(err, ErrNothingToMove), errors.Is(err, ErrNamespaceNotFound):
+				case errors.Is(err, ErrLocked):
+					if !strings.Contains(err.Error(), "namespace "+ns+" is locked") || !strings.Contains(err.Error(), "running since") {
+						t.Errorf("%s: the loser's refusal does not name the lock and its holder: %v", ns, err)
+					}
+				case errors.Is(err, ErrNothingToMove), errors.Is(err, ErrNamespaceNotFound):
+					// The loser started after the winner had finished (the subtest below holds
+					// the winner inside its locked section to prove the lock itself).
 				default:
 					t.Errorf("%s: unexpected error: %v", ns, err)
 				}
@@ -78,6 +84,9 @@ func TestConcurrentMovesOneWins(t *testing.T) {
 			}
 		}
 	}
+	t.Run("a second move while the first holds the lock", func(t *testing.T) {
+		secondMoveRefusedWhileTheFirstRuns(t, src, dst1, dst2)
+	})
 }
 
 // TestMoveRefusedWhileLocked: a lock held by a live process refuses a move and a backup of the
@@ -159,5 +168,59 @@ func TestAllNamespacesHonoursUnfinishedJournal(t *testing.T) {
 	}
 	if n := clustersIn(t, dst1, ns); n != 1 {
 		t.Fatalf("after the resume the first target holds %d Clusters of %s", n, ns)
+	}
+}
+
+// secondMoveRefusedWhileTheFirstRuns: a move held inside its locked section (after
+// discovery) while a second move of the same namespace starts towards another target: the second
+// is refused by the lock, naming the first's target and since when, and changes nothing; the
+// first then finishes. The race test above cannot tell a lock refusal from a loser that started
+// after the winner had finished; this one can.
+// (Run by TestConcurrentMovesOneWins, whose second target it shares.)
+func secondMoveRefusedWhileTheFirstRuns(t *testing.T, src, dst1, dst2 *testenv.Env) {
+	ctx := testenv.Context(t)
+	const ns = "held"
+	src.CreateNamespaces(t, ns)
+	b := &builder{tb: t, c: src.Client, ns: ns}
+	b.addCluster("h", clusterOpts{cpCount: 1, workers: 1})
+
+	inside, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := Move(ctx, src.Client, dst1.Client, Options{Scope: Scope{Namespace: ns}, Hook: func(phase string, _ int) {
+			if phase == "discover" {
+				close(inside)
+				<-release
+			}
+		}})
+		first <- err
+	}()
+	select {
+	case <-inside:
+	case err := <-first:
+		t.Fatalf("the first move ended before its locked section: %v", err)
+	}
+	_, err := Move(ctx, src.Client, dst2.Client, Options{Scope: Scope{Namespace: ns}})
+	close(release)
+	var le *lease.LockedError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
+		t.Fatalf("the second move was not refused by the lock: %v", err)
+	}
+	for _, want := range []string{"namespace " + ns + " is locked", dst1.Client.Config.Host, "running since", "pid"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if n := clustersIn(t, dst2, ns); n != 0 {
+		t.Errorf("the refused move wrote %d Clusters into its target", n)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first move, released: %v", err)
+	}
+	if n := clustersIn(t, dst1, ns); n != 1 {
+		t.Errorf("%d Clusters in the first move's target, want 1", n)
+	}
+	if n := clustersIn(t, src, ns); n != 0 {
+		t.Errorf("%d Clusters left in the source", n)
 	}
 }
