@@ -3,41 +3,12 @@ package deletion
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/labels"
-
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
-	"github.com/capctl/capctl/pkg/cluster"
 )
-
-// clusterState digests what delete could change: every clusterctl-labelled object of every
-// listable kind with its resourceVersion (inventory entries, RBAC, cert-manager objects and CRDs
-// included), as the admin sees it.
-func clusterState(t *testing.T, c *cluster.Client) string {
-	t.Helper()
-	if cd, ok := c.Discovery.(interface{ Invalidate() }); ok {
-		cd.Invalidate()
-	}
-	types, unlisted, err := listableTypes(c.Discovery, nil)
-	if err != nil || len(unlisted) > 0 {
-		t.Fatalf("the admin cannot list everything: %v %v", err, unlisted)
-	}
-	found, unlisted, err := listAll(context.Background(), c, types, labels.Everything(), 8)
-	if err != nil || len(unlisted) > 0 {
-		t.Fatalf("the admin cannot list everything: %v %v", err, unlisted)
-	}
-	var lines []string
-	for _, o := range found {
-		if _, ok := o.labels["clusterctl.cluster.x-k8s.io"]; ok || o.GVK.Kind == "CustomResourceDefinition" {
-			lines = append(lines, o.String())
-		}
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
 
 // TestDeleteRefusesAnIncompleteView: `delete --all` by a user who cannot list one kind (Roles),
 // and by a viewer, refuses before the first delete, naming the kind and the verb, with a
@@ -52,7 +23,6 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	admin := env.Client
 	ctx := context.Background()
 	all := Options{All: true, IncludeCertManager: false}
-	before := clusterState(t, admin)
 
 	cases := []struct {
 		user, role string
@@ -76,6 +46,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 				env.Bind(t, tc.user, tc.role)
 			}
 			c := env.User(t, tc.user)
+			before := testenv.Snapshot(t, admin) // after the grant: every object, by resourceVersion
 			plan, err := BuildPlan(ctx, c, all)
 			if err == nil {
 				_, err = Apply(ctx, c, plan, 0, nil)
@@ -90,15 +61,14 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 					t.Errorf("the refusal does not say %q:\n%v", w, err)
 				}
 			}
-			if after := clusterState(t, admin); after != before {
-				t.Fatalf("the refused delete changed the cluster:\nbefore:\n%s\nafter:\n%s", before, after)
-			}
+			testenv.Unchanged(t, admin, before, "the refused delete")
 		})
 	}
 
 	t.Run("operator", func(t *testing.T) {
 		env.GrantAllBut(t, "operator", nil)
 		c := env.User(t, "operator")
+		before := testenv.Snapshot(t, admin)
 		plan, err := BuildPlan(ctx, c, all)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +79,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 		if _, err := Apply(ctx, c, plan, 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		if after := clusterState(t, admin); after == before {
+		if d := before.Diff(testenv.Snapshot(t, admin)); len(d) == 0 {
 			t.Fatal("the operator's delete changed nothing")
 		}
 	})

@@ -1,20 +1,16 @@
 package clusterinit_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
@@ -53,41 +49,6 @@ func writeBrokenProviders(t *testing.T, cfgPath string) {
 	}
 }
 
-// clusterState names every CRD, Namespace and ClusterRole of the server.
-func clusterState(t *testing.T, ctx context.Context, c client.Reader) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, kind := range []struct{ apiVersion, kind string }{
-		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}, {"v1", "Namespace"}, {"rbac.authorization.k8s.io/v1", "ClusterRole"},
-	} {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(kind.apiVersion)
-		list.SetKind(kind.kind + "List")
-		if err := c.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range list.Items {
-			out[kind.kind] = append(out[kind.kind], u.GetName())
-		}
-		sort.Strings(out[kind.kind])
-	}
-	return out
-}
-
-func newNames(before, after []string) []string {
-	had := map[string]bool{}
-	for _, n := range before {
-		had[n] = true
-	}
-	var out []string
-	for _, n := range after {
-		if !had[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // TestRefusedInitChangesNothing: an init refused for a permission the user lacks (every missing
 // one named, with a ClusterRole granting it), an unknown provider, a missing version, a
 // components file that is not YAML, an unknown kind in the last provider or a cert-manager that
@@ -109,7 +70,7 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 	}
 	env.Bind(t, "no-deployments", "test-unserved-groups")
 	operator := env.User(t, "no-deployments").Config
-	before := clusterState(t, ctx, env.Client)
+	before := testenv.Snapshot(t, env.Client)
 	v := "cluster-api:v1.14.0"
 	for _, tc := range []struct {
 		name string
@@ -160,13 +121,7 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 					t.Errorf("error lacks %q: %v", w, err)
 				}
 			}
-			if after := clusterState(t, ctx, env.Client); !reflect.DeepEqual(before, after) {
-				for kind, names := range after {
-					if added := newNames(before[kind], names); len(added) > 0 {
-						t.Errorf("a refused init created %s %v", kind, added)
-					}
-				}
-			}
+			testenv.Unchanged(t, env.Client, before, "a refused init")
 		})
 	}
 }
