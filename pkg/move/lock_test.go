@@ -90,7 +90,8 @@ func TestConcurrentMovesOneWins(t *testing.T) {
 }
 
 // TestMoveRefusedWhileLocked: a lock held by a live process refuses a move and a backup of the
-// namespace, naming the holder, its target and since when, and changes nothing.
+// namespace in the source, and a restore in the target, naming the holder, its target and since
+// when, and changes nothing.
 func TestMoveRefusedWhileLocked(t *testing.T) {
 	src, dst := sharedPair(t)
 	ctx := testenv.Context(t)
@@ -122,6 +123,25 @@ func TestMoveRefusedWhileLocked(t *testing.T) {
 		t.Errorf("the refused move wrote %d Clusters into the target", n)
 	}
 	lk.Release(ctx)
+
+	// A restore takes the lock in its target: one held there refuses it before the first write.
+	dir := t.TempDir() + "/backup"
+	if _, err := ToDirectory(ctx, src.Client, dir, Options{Scope: Scope{Namespace: ns}}); err != nil {
+		t.Fatalf("the backup after the lock was released: %v", err)
+	}
+	dst.CreateNamespaces(t, ns)
+	dlk, _, err := lease.Acquire(ctx, dst.Client, []string{ns}, lease.Info{Name: LockName, Operation: "move", Target: "https://third-target", Scope: "namespace " + ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstBefore := snapshot(t, dst.Client, ns)
+	_, err = FromDirectory(ctx, dst.Client, dir, Options{})
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "https://third-target") {
+		t.Fatalf("the restore was not refused by the lock in its target: %v", err)
+	}
+	unchanged(t, dstBefore, snapshot(t, dst.Client, ns))
+	dlk.Release(ctx)
+
 	if _, err := Move(ctx, src.Client, dst.Client, Options{Scope: Scope{Namespace: ns}}); err != nil {
 		t.Fatalf("the move after the lock was released: %v", err)
 	}
