@@ -134,9 +134,14 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	if _, _, err := ReadBackup(context.Background(), t.TempDir(), 0); !errors.Is(err, ErrNotBackup) {
 		t.Errorf("empty directory: %v", err)
 	}
+	before = snapshot(t, src.Client, ns)
 	if _, err := ToDirectory(ctx, src.Client, dir, Options{Scope: Scope{Namespace: ns}}); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("backup into a non-empty directory: %v", err)
 	}
+	// Refused before the pause: not one source object was written (a pause and an unpause
+	// would each change its resourceVersion). checkBackupTarget's other refusals are
+	// TestBackupTargetRefusals.
+	unchanged(t, before, snapshot(t, src.Client, ns))
 }
 
 // TestMoveSelectedCluster moves one cluster of a namespace: its subtree moves, the ClusterClass
