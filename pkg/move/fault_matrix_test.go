@@ -29,7 +29,7 @@ import (
 // the move, or resumes it, and checks the clusters.
 const faultChildEnv = "CAPCTL_MOVE_FAULT_CHILD"
 
-// runFaultChild is the child's main: CAPCTL_MOVE_FAULT_CHILD=move|backup, with the kubeconfigs,
+// runFaultChild is the child's main: CAPCTL_MOVE_FAULT_CHILD=move|backup|restore, with the kubeconfigs,
 // namespace, directory and kill point in the environment. Exit 0 means the move finished
 // without reaching the kill point.
 func runFaultChild() int {
@@ -57,9 +57,12 @@ func runFaultChild() int {
 				_ = syscall.Kill(os.Getpid(), sig)
 			}
 		}}
-	if os.Getenv(faultChildEnv) == "backup" {
+	switch os.Getenv(faultChildEnv) {
+	case "backup":
 		_, err = ToDirectory(ctx, src, os.Getenv("FAULT_DIR"), opts)
-	} else {
+	case "restore": // FAULT_SRC is the restore's target
+		_, err = FromDirectory(ctx, src, os.Getenv("FAULT_DIR"), opts)
+	default:
 		dst, derr := cluster.New(cluster.Options{Kubeconfig: os.Getenv("FAULT_DST")})
 		if derr != nil {
 			fmt.Fprintln(os.Stderr, derr)
@@ -367,4 +370,52 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestRestoreFaults kills (SIGKILL) and stops (SIGTERM, a real signal to the process) a
+// --from-directory restore half-way through creating: a stopped restore says how far it got and
+// to re-run it; the target then holds only objects of the backup; a re-run completes it, with
+// every object of the backup once and only its user's pause left.
+func TestRestoreFaults(t *testing.T) {
+	src, dst := sharedPair(t)
+	for _, sig := range []string{"KILL", "TERM"} {
+		t.Run(sig, func(t *testing.T) {
+			t.Parallel()
+			ctx := testenv.Context(t)
+			ns := "fr-" + strings.ToLower(sig)
+			total := faultFleet(t, src, ns)
+			dir := filepath.Join(t.TempDir(), "backup")
+			if _, err := ToDirectory(ctx, src.Client, dir, Options{Scope: Scope{Namespace: ns}}); err != nil {
+				t.Fatal(err)
+			}
+			stderr := faultChild(t, "restore", dst, nil, ns, dir, "create", total/2, sig)
+			if sig == "TERM" && !strings.Contains(stderr, "re-run the same restore") {
+				t.Errorf("the stopped restore does not say how to finish it:\n%s", stderr)
+			}
+			mid := snapshot(t, dst.Client, ns)
+			if len(mid) == 0 || len(mid) >= total {
+				t.Errorf("%d of %d objects in the target after the %s half-way: the fault did not hit mid-restore", len(mid), total, sig)
+			}
+			inBackup := snapshot(t, src.Client, ns) // a backup leaves its source as it was
+			for k := range mid {
+				if _, ok := inBackup[k]; !ok {
+					t.Errorf("the interrupted restore created %s, which is not in the backup", k)
+				}
+			}
+			rep, err := FromDirectory(ctx, dst.Client, dir, Options{})
+			if err != nil {
+				t.Fatalf("re-running the restore: %v", err)
+			}
+			if got := rep.Created + rep.Updated + rep.AlreadyPresent; got != total {
+				t.Errorf("the re-run accounts for %d objects, the backup has %d: %+v", got, total, rep)
+			}
+			after := snapshot(t, dst.Client, ns)
+			if len(after) != total {
+				t.Errorf("%d objects in the target, the backup has %d: %v", len(after), total, keys(after))
+			}
+			if p := pausedState(t, after); len(p) != 1 || p[0] != "Cluster/b" {
+				t.Errorf("paused after the re-run: %v, want only the user's Cluster/b", p)
+			}
+		})
+	}
 }
