@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
 )
 
@@ -53,6 +56,33 @@ func unchanged(t *testing.T, before, after map[string]*unstructured.Unstructured
 	}
 }
 
+// refusedBySource runs a move of a fresh one-cluster namespace as a source user granted
+// everything but dropped, and checks the refusal (is, and every word of want) and that neither
+// cluster changed.
+func refusedBySource(t *testing.T, src, dst *testenv.Env, ns, user string, dropped map[string][]string, is func(error) bool, want ...string) {
+	t.Helper()
+	if err := src.Client.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+		src.CreateNamespaces(t, ns)
+		b := &builder{tb: t, c: src.Client, ns: ns}
+		b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
+	}
+	src.GrantAllBut(t, user, dropped)
+	before := snapshot(t, src.Client, ns)
+	_, err := Move(context.Background(), src.User(t, user), dst.Client, Options{Scope: Scope{Namespace: ns}})
+	if err == nil || !is(err) {
+		t.Fatalf("%s: the move was not refused as expected: %v", user, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: the refusal lacks %q:\n%v", user, w, err)
+		}
+	}
+	unchanged(t, before, snapshot(t, src.Client, ns))
+	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
+		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
+	}
+}
+
 // TestMoveRefusesAnIncompleteSourceView: a source user who cannot list two kinds of the move
 // (DockerMachines, Machines) is refused before anything is paused, with both kinds and the verb
 // named at once and a Role snippet; a move deletes what it listed from the source, so what it did
@@ -61,38 +91,14 @@ func unchanged(t *testing.T, before, after map[string]*unstructured.Unstructured
 func TestMoveRefusesAnIncompleteSourceView(t *testing.T) {
 	src, dst := sharedPair(t)
 	const ns = "perm-source-list"
-	src.CreateNamespaces(t, ns)
-	b := &builder{tb: t, c: src.Client, ns: ns}
-	b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
-
-	src.GrantAllBut(t, "source-lister", map[string][]string{
+	refusedBySource(t, src, dst, ns, "source-lister", map[string][]string{
 		"dockermachines.infrastructure.cluster.x-k8s.io": {"list"},
 		"machines.cluster.x-k8s.io":                      {"list"},
-	})
-	operator := src.User(t, "source-lister")
-	before := snapshot(t, src.Client, ns)
-	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
-	if !authz.IsIncomplete(err) {
-		t.Fatalf("want the refusal of an incomplete view, got %v", err)
-	}
-	for _, want := range []string{"capctl move refuses to act on an incomplete view", "2 kind(s)",
-		"dockermachines.infrastructure.cluster.x-k8s.io (list in namespace " + ns, "machines.cluster.x-k8s.io (list in namespace " + ns,
-		"Nothing was changed", "kind: Role"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the refusal lacks %q:\n%v", want, err)
-		}
-	}
-	unchanged(t, before, snapshot(t, src.Client, ns))
-
-	src.GrantAllBut(t, "journal-blind", map[string][]string{"configmaps": {"list"}})
-	_, err = Move(context.Background(), src.User(t, "journal-blind"), dst.Client, Options{Scope: Scope{Namespace: ns}})
-	if !authz.IsIncomplete(err) || !strings.Contains(err.Error(), "configmaps (list in all namespaces") || !strings.Contains(err.Error(), "kind: ClusterRole") {
-		t.Fatalf("without list configmaps: want the refusal of an incomplete view naming it, got %v", err)
-	}
-	unchanged(t, before, snapshot(t, src.Client, ns))
-	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
-		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
-	}
+	}, authz.IsIncomplete, "capctl move refuses to act on an incomplete view", "2 kind(s)",
+		"dockermachines.infrastructure.cluster.x-k8s.io (list in namespace "+ns, "machines.cluster.x-k8s.io (list in namespace "+ns,
+		"Nothing was changed", "kind: Role")
+	refusedBySource(t, src, dst, ns, "journal-blind", map[string][]string{"configmaps": {"list"}},
+		authz.IsIncomplete, "configmaps (list in all namespaces", "kind: ClusterRole")
 }
 
 // TestMoveRefusedForMissingSourcePermissions: a source user who can read everything but cannot
@@ -101,27 +107,9 @@ func TestMoveRefusesAnIncompleteSourceView(t *testing.T) {
 func TestMoveRefusedForMissingSourcePermissions(t *testing.T) {
 	src, dst := sharedPair(t)
 	const ns = "perm-source-write"
-	src.CreateNamespaces(t, ns)
-	b := &builder{tb: t, c: src.Client, ns: ns}
-	b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
-
-	src.GrantAllBut(t, "source-writer", map[string][]string{
+	refusedBySource(t, src, dst, ns, "source-writer", map[string][]string{
 		"secrets":                   {"delete"},
 		"clusters.cluster.x-k8s.io": {"patch"},
-	})
-	operator := src.User(t, "source-writer")
-	before := snapshot(t, src.Client, ns)
-	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
-	if !errors.Is(err, ErrPermissions) {
-		t.Fatalf("want a permission refusal, got %v", err)
-	}
-	for _, want := range []string{"delete secrets in namespace " + ns, "patch clusters.cluster.x-k8s.io in namespace " + ns, "source", "nothing was changed", "kind: Role"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the refusal lacks %q:\n%v", want, err)
-		}
-	}
-	unchanged(t, before, snapshot(t, src.Client, ns))
-	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
-		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
-	}
+	}, func(err error) bool { return errors.Is(err, ErrPermissions) },
+		"delete secrets in namespace "+ns, "patch clusters.cluster.x-k8s.io in namespace "+ns, "source", "nothing was changed", "kind: Role")
 }
