@@ -45,6 +45,9 @@ type Options struct {
 	WaitInterval time.Duration
 	// OnApplied is passed to install.Apply for every provider (progress, fault-injection in tests).
 	OnApplied func(p Planned, ref install.ObjectRef, done, total int)
+	// OnLocked is called once the init lock is held, before the first write (tests hold an init
+	// there to race a second one against it).
+	OnLocked func()
 }
 
 // Clients are what Init talks to. Cluster is required by Init (not by ListImages).
@@ -212,6 +215,9 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 		}
 		defer lk.Release(ctx)
 		ctx = lctx
+		if opts.OnLocked != nil {
+			opts.OnLocked()
+		}
 	}
 	r.crd = ensureInventoryCRD(ctx, r.c, opts.DryRun)
 	defer r.crd.wait()

@@ -1,10 +1,11 @@
 package clusterinit_test
 
 import (
+	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,7 @@ import (
 
 // TestInitRefusedWhileAnotherInitRuns: while another init holds the management cluster's init
 // lock, init says so (naming the holder), not a cert-manager failure, and installs nothing; and
-// of two runs taking the init lock at once exactly one wins, ten times.
+// of two inits started at once, the second meets the first's lock, ten times.
 func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 	needShared(t)
 	fixtures := testenv.FixturesDir(t)
@@ -30,29 +31,51 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 	}
 	info := lease.Info{Name: clusterinit.LockName, Operation: "init", Target: c.Config.Host, Scope: "the management cluster"}
 
+	// Two real inits started together, 10 times: the one that takes the lock is held inside it
+	// (OnLocked, before its first write) until the other has returned, so the other meets the
+	// lock every time; then the winner is cancelled, so nothing is installed.
+	o := clusterinit.Options{Validate: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
 	for i := range 10 {
-		var wg sync.WaitGroup
-		sets := make([]*lease.Set, 2)
+		inside, done := make(chan int, 2), make(chan int, 2)
+		release := make(chan struct{})
+		ctxs, cancels := make([]context.Context, 2), make([]context.CancelFunc, 2)
 		errs := make([]error, 2)
 		for k := range 2 {
-			wg.Add(1)
+			ctxs[k], cancels[k] = context.WithCancel(ctx)
+			defer cancels[k]()
+			ok := o
+			ok.OnLocked = func() { inside <- k; <-release }
 			go func() {
-				defer wg.Done()
-				sets[k], _, errs[k] = lease.Acquire(ctx, c, []string{metav1.NamespaceSystem}, info)
+				_, errs[k] = clusterinit.Init(ctxs[k], clients(t, cfgPath, shared.Config), ok)
+				done <- k
 			}()
 		}
-		wg.Wait()
-		won := 0
-		for k := range 2 {
-			if errs[k] == nil {
-				won++
-				sets[k].Release(ctx)
-			} else if !errors.Is(errs[k], lease.ErrLocked) {
-				t.Fatalf("round %d: %v", i, errs[k])
+		// Both events, in either order: one init inside the lock, the other returned.
+		winner, loser := -1, -1
+		timeout := time.After(2 * time.Minute)
+		for winner < 0 || loser < 0 {
+			select {
+			case winner = <-inside:
+			case loser = <-done:
+				if winner < 0 && !errors.Is(errs[loser], clusterinit.ErrInitRunning) {
+					t.Fatalf("round %d: init %d ended before either held the lock: %v", i, loser, errs[loser])
+				}
+			case <-timeout:
+				t.Fatalf("round %d: no init took the lock, or the other did not return (winner %d, loser %d)", i, winner, loser)
 			}
 		}
-		if won != 1 {
-			t.Fatalf("round %d: %d of two concurrent init locks won", i, won)
+		if loser == winner {
+			t.Fatalf("round %d: the init holding the lock returned while held", i)
+		}
+		err := errs[loser]
+		if !errors.Is(err, clusterinit.ErrInitRunning) || strings.Contains(err.Error(), "cert-manager") || !strings.Contains(err.Error(), "pid") {
+			t.Fatalf("round %d: the second init should say another init is running (naming it, not cert-manager): %v", i, err)
+		}
+		cancels[winner]()
+		close(release)
+		<-done
+		if err := c.Get(ctx, client.ObjectKey{Name: "capi-system"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("round %d: an init installed something: %v", i, err)
 		}
 	}
 
@@ -61,7 +84,6 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	o := clusterinit.Options{Validate: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
 	_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
 	if !errors.Is(err, clusterinit.ErrInitRunning) {
 		t.Fatalf("init while another holds the lock: want ErrInitRunning, got %v", err)
