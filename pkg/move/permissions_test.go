@@ -67,8 +67,10 @@ func refusedBySource(t *testing.T, src, dst *testenv.Env, ns, user string, dropp
 		b.addCluster("p", clusterOpts{cpCount: 1, workers: 1})
 	}
 	src.GrantAllBut(t, user, dropped)
-	before := snapshot(t, src.Client, ns)
-	_, err := Move(context.Background(), src.User(t, user), dst.Client, Options{Scope: Scope{Namespace: ns}})
+	operator := src.User(t, user)
+	// Both API servers whole (every object by resourceVersion), not only the namespace.
+	before, dstBefore := testenv.Snapshot(t, src.Client), testenv.Snapshot(t, dst.Client)
+	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
 	if err == nil || !is(err) {
 		t.Fatalf("%s: the move was not refused as expected: %v", user, err)
 	}
@@ -77,10 +79,8 @@ func refusedBySource(t *testing.T, src, dst *testenv.Env, ns, user string, dropp
 			t.Errorf("%s: the refusal lacks %q:\n%v", user, w, err)
 		}
 	}
-	unchanged(t, before, snapshot(t, src.Client, ns))
-	if got := snapshot(t, dst.Client, ns); len(got) != 0 {
-		t.Errorf("the refused move wrote %d objects into the target: %v", len(got), keys(got))
-	}
+	testenv.Unchanged(t, src.Client, before, "the refused move (source)")
+	testenv.Unchanged(t, dst.Client, dstBefore, "the refused move (target)")
 }
 
 // TestMoveRefusesAnIncompleteSourceView: a source user who cannot list two kinds of the move
