@@ -285,7 +285,7 @@ func (c *Client) getFile(ctx context.Context, p Provider, version, file string) 
 			return nil, "", fmt.Errorf("the cached %s of %s %s (%s) is not valid: %v; offline it cannot be fetched again: run `capctl repository cache clean %s:%s` and then once online",
 				file, p, version, path, bad, p.ManifestLabel(), version)
 		}
-		// Fetched by an older capctl or damaged: say so and fetch it once more.
+		// Changed, cut or without its checksum: say so and fetch it once more.
 		c.log.Info("The cached file is not valid, fetching it again", "file", path, "reason", bad.Error())
 		c.cache.removeFile(path)
 	}
