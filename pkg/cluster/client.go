@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capctl/capctl/internal/userinput"
+	"io/fs"
 	"net/http"
 	"os"
 	"sort"
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/internal/version"
 )
 
@@ -154,18 +155,30 @@ func (k *Kubeconfig) ContextNames() []string {
 func loadKubeconfig(explicitPath, flag string) (*clientcmdapi.Config, *clientcmd.ClientConfigLoadingRules, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if explicitPath != "" {
-		if _, err := os.Stat(explicitPath); err != nil {
-			return nil, nil, "", fmt.Errorf("kubeconfig %s: %w (check %s)", explicitPath, err, flag)
-		}
 		rules.ExplicitPath = explicitPath
 	}
 	files := describeFiles(rules)
 	if explicitPath != "" {
-		if raw, read, err := loadSpecialKubeconfig(explicitPath, flag); err != nil || read {
+		special, err := kubeconfigFile(explicitPath)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("kubeconfig %s: %w (check %s)", explicitPath, err, flag)
+		}
+		if special {
+			raw, err := loadSpecialKubeconfig(explicitPath)
 			return raw, rules, files, err
 		}
-	} else if err := checkKubeconfigFiles(rules.Precedence); err != nil {
-		return nil, nil, "", err
+	} else {
+		for _, p := range rules.Precedence {
+			special, err := kubeconfigFile(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				// client-go skips missing files of the list
+			case err != nil:
+				return nil, nil, "", fmt.Errorf("kubeconfig %s: %w", p, err)
+			case special:
+				return nil, nil, "", fmt.Errorf("kubeconfig %s (from KUBECONFIG or the default path) is not a regular file: pass a special file with --kubeconfig, which reads it within the input bound", p)
+			}
+		}
 	}
 	raw, err := rules.Load()
 	if err != nil {
@@ -175,31 +188,35 @@ func loadKubeconfig(explicitPath, flag string) (*clientcmdapi.Config, *clientcmd
 }
 
 // A kubeconfig is a file a user hands us, bounded like every other (userinput.Max): client-go
-// would read /dev/zero or an endless pipe given as --kubeconfig until the process ran out of
-// memory. A regular file is checked by its size and read by client-go's loading rules; a special
-// file named on purpose (process substitution, /dev/stdin) is read here within the bound.
-// loadSpecialKubeconfig reports read=false for a regular file within the bound.
-func loadSpecialKubeconfig(path, flag string) (raw *clientcmdapi.Config, read bool, err error) {
+// would read /dev/zero or an endless pipe until the process ran out of memory. kubeconfigFile
+// checks a regular file by its size (client-go's loading rules then read it) and reports a
+// special file (a FIFO from process substitution, /dev/stdin, a device), which only
+// loadSpecialKubeconfig may read.
+func kubeconfigFile(path string) (special bool, err error) {
 	st, err := os.Stat(path)
-	if err != nil {
-		return nil, true, fmt.Errorf("kubeconfig %s: %w (check %s)", path, err, flag)
+	switch {
+	case err != nil:
+		return false, err
+	case !st.Mode().IsRegular():
+		return true, nil
+	case st.Size() > userinput.Max():
+		return false, &userinput.TooLargeError{Name: path, Limit: userinput.Max(), Flag: userinput.Flag}
 	}
-	if st.Mode().IsRegular() {
-		if st.Size() > userinput.Max() {
-			return nil, true, fmt.Errorf("kubeconfig %s: %w", path, &userinput.TooLargeError{Name: path, Limit: userinput.Max(), Flag: userinput.Flag})
-		}
-		return nil, false, nil
-	}
+	return false, nil
+}
+
+// loadSpecialKubeconfig reads a special file named with --kubeconfig within the input bound and
+// loads it as client-go's loading rules load a file: its entries know their file, and relative
+// paths in them are resolved against its folder.
+func loadSpecialKubeconfig(path string) (*clientcmdapi.Config, error) {
 	data, err := userinput.ReadFile(context.Background(), path)
 	if err != nil {
-		return nil, true, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	raw, err = clientcmd.Load(data)
+	raw, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, true, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
 	}
-	// As client-go's loading rules do: entries know their file, and relative paths in them are
-	// resolved against its folder.
 	for _, c := range raw.Clusters {
 		c.LocationOfOrigin = path
 	}
@@ -210,27 +227,9 @@ func loadSpecialKubeconfig(path, flag string) (raw *clientcmdapi.Config, read bo
 		c.LocationOfOrigin = path
 	}
 	if err := clientcmd.ResolveLocalPaths(raw); err != nil {
-		return nil, true, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
 	}
-	return raw, true, nil
-}
-
-// checkKubeconfigFiles bounds the files of KUBECONFIG (or ~/.kube/config) before client-go reads
-// them: each must be a regular file within the input bound.
-func checkKubeconfigFiles(paths []string) error {
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			continue // client-go skips missing files of the list
-		}
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("kubeconfig %s (from KUBECONFIG or the default path) is not a regular file: pass a special file with --kubeconfig, which reads it within the input bound", p)
-		}
-		if st.Size() > userinput.Max() {
-			return fmt.Errorf("kubeconfig %s: %w", p, &userinput.TooLargeError{Name: p, Limit: userinput.Max(), Flag: userinput.Flag})
-		}
-	}
-	return nil
+	return raw, nil
 }
 
 func describeFiles(rules *clientcmd.ClientConfigLoadingRules) string {
