@@ -14,6 +14,7 @@ import (
 
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -113,23 +114,13 @@ func TestDeleteCommand(t *testing.T) {
 	}
 }
 
-// endless is a standard input that never ends and never sends a newline.
-type endless struct{ b byte }
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = e.b
-	}
-	return len(p), nil
-}
-
 // TestConfirmReadsOneShortLine: the [y/N] answer is read from at most one short line, so an
 // endless standard input is a "no", not a read without end; a plain "y" still confirms.
 func TestConfirmReadsOneShortLine(t *testing.T) {
 	var out strings.Builder
-	ok, err := confirm(endless{'y'}, &out, "Delete? [y/N] ")
+	ok, err := confirm(userinputtest.Endless{}, &out, "Delete? [y/N] ")
 	if err != nil || ok {
-		t.Fatalf("endless y without a newline: ok=%v err=%v, want a no", ok, err)
+		t.Fatalf("an endless answer without a newline: ok=%v err=%v, want a no", ok, err)
 	}
 	if ok, err := confirm(strings.NewReader("y\n"), &out, "Delete? [y/N] "); err != nil || !ok {
 		t.Fatalf("y: ok=%v err=%v", ok, err)

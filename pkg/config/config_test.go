@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"github.com/capctl/capctl/internal/userinput"
 )
 
@@ -191,9 +192,7 @@ func TestWrongTypesAreNamedWithoutGoTypes(t *testing.T) {
 func TestEndlessConfigFileIsBounded(t *testing.T) {
 	defer userinput.SetMax(userinput.SetMax(1 << 20))
 	p := filepath.Join(t.TempDir(), "clusterctl.yaml")
-	if err := os.Symlink("/dev/zero", p); err != nil {
-		t.Fatal(err)
-	}
+	userinputtest.DevZeroAt(t, p)
 	_, err := Load(context.Background(), Options{Path: p})
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "larger than 1Mi") || !strings.Contains(err.Error(), "--max-input-size") {
 		t.Fatalf("config file that is /dev/zero: %v, want a refusal naming it, the bound and --max-input-size", err)

@@ -3,11 +3,11 @@ package repository
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -273,13 +273,7 @@ func TestEndlessLocalFilesAreBounded(t *testing.T) {
 	ov := t.TempDir()
 	cfg := fixtureConfig(t, "overridesFolder: "+ov+"\n")
 	path := filepath.Join(ov, "infrastructure-docker", "v1.14.0", "infrastructure-components.yaml")
-	writeTestFile(t, path, "")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", path); err != nil {
-		t.Fatal(err)
-	}
+	userinputtest.DevZeroAt(t, path)
 	c := newTestClient(t, cfg, Options{Offline: true})
 	p, _ := c.Provider("docker", provider.InfrastructureProviderType)
 	_, err := c.GetFile(context.Background(), p, "v1.14.0", "infrastructure-components.yaml")
@@ -290,9 +284,7 @@ func TestEndlessLocalFilesAreBounded(t *testing.T) {
 	repo := t.TempDir()
 	local := filepath.Join(repo, "infrastructure-widget", "v1.0.0", "infrastructure-components.yaml")
 	writeTestFile(t, filepath.Join(repo, "infrastructure-widget", "v1.0.0", "metadata.yaml"), "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries: [{major: 1, minor: 0, contract: v1beta2}]\n")
-	if err := os.Symlink("/dev/zero", local); err != nil {
-		t.Fatal(err)
-	}
+	userinputtest.DevZeroAt(t, local)
 	cfg = loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: "+local+"\n", nil)
 	c = newTestClient(t, cfg, Options{Offline: true})
 	p, _ = c.Provider("widget", provider.InfrastructureProviderType)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"github.com/capctl/capctl/internal/userinput"
 	"net/http"
 	"net/http/httptest"
@@ -367,12 +368,7 @@ func TestEndlessCachedFileIsNotReadToTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := cachedPath(cacheDir, "infrastructure-components.yaml")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", path); err != nil {
-		t.Fatal(err)
-	}
+	userinputtest.DevZeroAt(t, path)
 	defer userinput.SetMax(userinput.SetMax(1 << 20))
 	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
 	off := gh.options(cacheDir)
