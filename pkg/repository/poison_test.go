@@ -272,90 +272,69 @@ func TestCleanCache(t *testing.T) {
 }
 
 // TestCutCachedFileIsNeverReblessed: a cached components file cut at a document boundary is
-// still valid YAML, but its checksum no longer matches the one recorded when it was cached.
-// Offline it is refused (naming the file and the way out); online it is fetched again; in no case
-// is the cut file's checksum written as if it were good.
+// still valid YAML. With its checksum beside it, the checksum no longer matches; with the checksum
+// removed too, the cut file cannot be told from a good one. Either way, offline it is refused
+// (naming the file and why); online it is fetched again; and the cut file's checksum is never
+// written as if it were good: the one recorded afterwards is the release's.
 func TestCutCachedFileIsNeverReblessed(t *testing.T) {
-	gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
-	ctx := context.Background()
-	if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
-		t.Fatal(err)
-	}
-	path := cachedPath(cacheDir, "infrastructure-components.yaml")
-	side, err := os.ReadFile(sidecarPath(path))
-	if err != nil {
-		t.Fatalf("no checksum beside the cached file: %v", err)
-	}
-	cut := widgetComponents[:strings.Index(widgetComponents, "---")]
-	writeTestFile(t, path, cut)
-	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
+	for _, tc := range []struct {
+		name         string
+		dropChecksum bool
+		why          string
+	}{
+		{"checksum kept", false, "changed after it was cached"},
+		{"checksum removed", true, "no checksum beside it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
+			ctx := context.Background()
+			if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
+				t.Fatal(err)
+			}
+			path := cachedPath(cacheDir, "infrastructure-components.yaml")
+			side, err := os.ReadFile(sidecarPath(path))
+			if err != nil {
+				t.Fatalf("no checksum beside the cached file: %v", err)
+			}
+			writeTestFile(t, path, widgetComponents[:strings.Index(widgetComponents, "---")])
+			if tc.dropChecksum {
+				if err := os.Remove(sidecarPath(path)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
 
-	off := gh.options(cacheDir)
-	off.Offline = true
-	_, err = newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed after it was cached") {
-		t.Fatalf("offline with a cut cached file: %v, want a refusal naming %s", err, path)
-	}
-	if now, _ := os.ReadFile(sidecarPath(path)); !bytes.Equal(now, side) {
-		t.Fatalf("the cut file's checksum was recorded: %q, was %q", now, side)
-	}
+			off := gh.options(cacheDir)
+			off.Offline = true
+			_, err = newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("offline with a cut cached file: %v, want a refusal naming %s and saying %q", err, path, tc.why)
+			}
+			now, err := os.ReadFile(sidecarPath(path))
+			if tc.dropChecksum && !os.IsNotExist(err) {
+				t.Fatalf("the cut file was given a checksum: %q (%v)", now, err)
+			} else if !tc.dropChecksum && !bytes.Equal(now, side) {
+				t.Fatalf("the cut file's checksum was recorded: %q, was %q", now, side)
+			}
 
-	before := gh.downloads.Load()
-	comp, err := newTestClient(t, cfg, gh.options(cacheDir)).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
-	if err != nil {
-		t.Fatalf("online with a cut cached file: %v", err)
-	}
-	if len(comp.Objects) != 2 {
-		t.Errorf("%d objects installed from the cache, want the 2 of the release", len(comp.Objects))
-	}
-	if n := gh.downloads.Load() - before; n != 1 {
-		t.Errorf("%d downloads, want the cut file fetched once", n)
-	}
-	if b, _ := os.ReadFile(path); string(b) != widgetComponents {
-		t.Errorf("the cache still holds the cut file:\n%s", b)
-	}
-}
-
-// TestCachedFileWithoutChecksumIsNotReblessed: a cached file whose checksum sidecar went missing
-// cannot be told from a file cut after it was cached (a cut at a document boundary still parses),
-// so it is never validated and given a new checksum. Offline it is refused, naming the file;
-// online it is fetched again, and the checksum written is that of the release.
-func TestCachedFileWithoutChecksumIsNotReblessed(t *testing.T) {
-	gh, p, c, cacheDir := widgetGitHub(t, widgetMetadata, widgetComponents)
-	ctx := context.Background()
-	if _, err := c.Components(ctx, p, ComponentsOptions{Version: "v1.0.0"}); err != nil {
-		t.Fatal(err)
-	}
-	path := cachedPath(cacheDir, "infrastructure-components.yaml")
-	writeTestFile(t, path, widgetComponents[:strings.Index(widgetComponents, "---")])
-	if err := os.Remove(sidecarPath(path)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := loadConfig(t, "providers:\n- name: widget\n  type: InfrastructureProvider\n  url: https://github.com/acme/widget/releases/latest/infrastructure-components.yaml\n", nil)
-
-	off := gh.options(cacheDir)
-	off.Offline = true
-	_, err := newTestClient(t, cfg, off).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "no checksum beside it") {
-		t.Fatalf("offline with a cut cached file and no checksum: %v, want a refusal naming %s", err, path)
-	}
-	if _, err := os.Stat(sidecarPath(path)); !os.IsNotExist(err) {
-		t.Fatalf("the cut file was given a checksum (%v)", err)
-	}
-
-	before := gh.downloads.Load()
-	comp, err := newTestClient(t, cfg, gh.options(cacheDir)).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
-	if err != nil {
-		t.Fatalf("online with a cut cached file and no checksum: %v", err)
-	}
-	if len(comp.Objects) != 2 {
-		t.Errorf("%d objects installed, want the 2 of the release", len(comp.Objects))
-	}
-	if n := gh.downloads.Load() - before; n != 1 {
-		t.Errorf("%d downloads, want the file fetched once", n)
-	}
-	if side, _ := os.ReadFile(sidecarPath(path)); strings.TrimSpace(string(side)) != checksum([]byte(widgetComponents)) {
-		t.Errorf("checksum now %q, want the release's", side)
+			before := gh.downloads.Load()
+			comp, err := newTestClient(t, cfg, gh.options(cacheDir)).Components(ctx, p, ComponentsOptions{Version: "v1.0.0"})
+			if err != nil {
+				t.Fatalf("online with a cut cached file: %v", err)
+			}
+			if len(comp.Objects) != 2 {
+				t.Errorf("%d objects installed, want the 2 of the release", len(comp.Objects))
+			}
+			if n := gh.downloads.Load() - before; n != 1 {
+				t.Errorf("%d downloads, want the cut file fetched once", n)
+			}
+			if b, _ := os.ReadFile(path); string(b) != widgetComponents {
+				t.Errorf("the cache still holds the cut file:\n%s", b)
+			}
+			if side, _ := os.ReadFile(sidecarPath(path)); strings.TrimSpace(string(side)) != checksum([]byte(widgetComponents)) {
+				t.Errorf("checksum now %q, want the release's", side)
+			}
+		})
 	}
 }
 
