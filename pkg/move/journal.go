@@ -8,8 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/capctl/capctl/internal/userinput"
-	"github.com/capctl/capctl/pkg/authz"
 	"sort"
 	"strconv"
 	"time"
@@ -20,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/authz"
 )
 
 // JournalName is the ConfigMap (in the namespace moved from; "default" for -A) that records an

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capctl/capctl/internal/userinput"
 	"io/fs"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/provider"
 )

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/capctl/capctl/internal/testing/userinputtest"
-	"github.com/capctl/capctl/internal/userinput"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/internal/logging"
+	"github.com/capctl/capctl/internal/testing/userinputtest"
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/provider"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/capctl/capctl/internal/userinput"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/versions"
 )
 
