@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,11 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // every test here skips under -short: no capctl build needed
+	}
+	// This process runs every management cluster's kubelet stand-in and the tests' waits: it
+	// collects as the servers do (testenv.ServerGOGC); nothing here measures its memory.
+	if gc, err := strconv.Atoi(testenv.ServerGOGC); err == nil {
+		debug.SetGCPercent(gc)
 	}
 	dir, err := os.MkdirTemp("", "capctl-e2e-bin-")
 	if err != nil {
@@ -74,14 +81,7 @@ type e2e struct {
 
 func start(t *testing.T, n int, versions ...string) *e2e {
 	t.Helper()
-	// Each test has its own management clusters, and with a network namespace per cluster its
-	// own CAPD too, so the tests run side by side (livemgmt.Start bounds how many clusters run
-	// at once). On a shared network they would only queue for the host's one CAPD.
-	if why := livemgmt.NetnsUnavailable(); why == "" {
-		t.Parallel()
-	} else if !testing.Short() {
-		t.Logf("running alone: the management clusters share one CAPD (%s)", why)
-	}
+	sideBySide(t)
 	fixtures := testenv.FixturesDir(t)
 	host, clusters := livemgmt.Start(t, n, versions...)
 	home := t.TempDir()
@@ -93,6 +93,17 @@ func start(t *testing.T, n int, versions ...string) *e2e {
 		t.Fatal(err)
 	}
 	return &e2e{t: t, host: host, clusters: clusters, config: cfg, home: home}
+}
+
+// sideBySide runs t beside the other live tests: each has its own management clusters, and
+// with a network namespace per cluster its own CAPD too (livemgmt.Start bounds how many
+// clusters run at once). On a shared network they would only queue for the host's one CAPD.
+func sideBySide(t *testing.T) {
+	if why := livemgmt.NetnsUnavailable(); why == "" {
+		t.Parallel()
+	} else if !testing.Short() {
+		t.Logf("running alone: the management clusters share one CAPD (%s)", why)
+	}
 }
 
 // capctl runs the binary against management cluster c (nil: no --kubeconfig).

@@ -218,6 +218,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			ControlPlaneStopTimeout:  time.Minute,
 		}
 		te.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+		if err := testenv.UseServerBinaries(te); err != nil {
+			return err
+		}
 		api := te.ControlPlane.GetAPIServer()
 		api.Out, api.Err = apiLog, apiLog
 		// Webhook and conversion calls to a Service go to one of its EndpointSlices' endpoints,
@@ -318,7 +321,7 @@ func (c *Cluster) startKCM(ctx context.Context) error {
 		if ca := filepath.Join(apiCertDir, "apiserver.crt"); isFile(ca) {
 			args = append(args, "--root-ca-file="+ca)
 		}
-		p, err := startProcess("kube-controller-manager", bin, args, os.Environ(), filepath.Join(c.Dir, "kube-controller-manager.log"))
+		p, err := startProcess("kube-controller-manager", bin, args, testenv.ServerEnv(os.Environ()), filepath.Join(c.Dir, "kube-controller-manager.log"))
 		if err != nil {
 			return err
 		}

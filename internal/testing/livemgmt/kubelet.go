@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // NodeName is the one Node each management cluster has: this host, where the kubelet stand-in
@@ -353,7 +355,7 @@ func (k *kubelet) startManager(ctx context.Context, p *corev1.Pod, ct *container
 	if d, ok := mounts["/tmp/k8s-webhook-server/serving-certs"]; ok {
 		args = append(args, "--webhook-cert-dir="+d)
 	}
-	env := []string{"KUBECONFIG=" + k.c.Kubeconfig, "HOME=" + podDir, "PATH=" + os.Getenv("PATH")}
+	env := testenv.ServerEnv([]string{"KUBECONFIG=" + k.c.Kubeconfig, "HOME=" + podDir, "PATH=" + os.Getenv("PATH")})
 	for _, e := range spec.Env {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:

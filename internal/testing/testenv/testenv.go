@@ -180,6 +180,9 @@ func start(opts Options) (*Env, error) {
 			ControlPlaneStartTimeout: 2 * time.Minute,
 			ControlPlaneStopTimeout:  time.Minute,
 		}
+		if err = UseServerBinaries(te); err != nil {
+			return nil, err
+		}
 		// The Docker infrastructure provider's Deployment asks for a privileged container.
 		te.ControlPlane.GetAPIServer().Configure().Append("allow-privileged", "true")
 		if cfg, err = te.Start(); err == nil {
