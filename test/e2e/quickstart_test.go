@@ -101,6 +101,7 @@ func TestReadQuickstart(t *testing.T) {
 // print the lines the README shows. Between `describe` and the rest it waits, as the README
 // says to, until the controllers report the cluster Available (re-running describe then).
 func TestQuickstartLive(t *testing.T) {
+	sideBySide(t)
 	steps := readQuickstart(t)
 	fixtures := testenv.FixturesDir(t)
 	_, clusters := livemgmt.Start(t, 1)
