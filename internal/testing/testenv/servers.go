@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capctl/capctl/internal/output"
 )
 
 // ServerGOGC is the Go garbage collector's target for the servers the tests start (etcd,
@@ -44,18 +45,8 @@ func UseServerBinaries(te *envtest.Environment) error {
 		if b, err := os.ReadFile(path); err == nil && string(b) == body {
 			return path, nil
 		}
-		// Written whole, then renamed: test binaries running side by side share the folder.
-		tmp, err := os.CreateTemp(dir, bin+"-*")
-		if err != nil {
-			return "", err
-		}
-		_, werr := tmp.WriteString(body)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o700)); err != nil {
-			_ = os.Remove(tmp.Name())
-			return "", err
-		}
-		return path, os.Rename(tmp.Name(), path)
+		// Whole or not at all: test binaries running side by side share the folder.
+		return path, output.WriteFileAtomic(path, []byte(body), 0o700)
 	}
 	etcd, err := launcher("etcd")
 	if err != nil {
