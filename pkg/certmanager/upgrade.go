@@ -117,26 +117,21 @@ func migrateObjects(ctx context.Context, c *cluster.Client, log *logging.Logger)
 		if len(crd.Status.StoredVersions) == 1 && crd.Status.StoredVersions[0] == storage {
 			continue // nothing stored in another version
 		}
-		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind}
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.Kind}
 		n := 0
-		cont := ""
-		for {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk)
-			if err := c.List(ctx, list, client.Limit(500), client.Continue(cont)); err != nil {
-				return fmt.Errorf("migrating %s: listing: %w", crd.Name, err)
-			}
-			for j := range list.Items {
-				u := &list.Items[j]
+		// A listing that starts again rewrites what it already rewrote: the same bytes, harmless.
+		err := cluster.ListPages(ctx, c, gvk, 500, func(items []unstructured.Unstructured, _ bool) error {
+			for j := range items {
+				u := &items[j]
 				if err := c.Update(ctx, u); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 					return fmt.Errorf("migrating %s %s/%s to %s: %w", crd.Spec.Names.Kind, u.GetNamespace(), u.GetName(), storage, err)
 				}
 				n++
 			}
-			cont = list.GetContinue()
-			if cont == "" {
-				break
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("migrating %s: %w", crd.Name, err)
 		}
 		patch := client.MergeFrom(crd.DeepCopy())
 		crd.Status.StoredVersions = []string{storage}

@@ -16,6 +16,8 @@ import (
 	clientrest "k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // listPageSize is how many objects one LIST request asks for. Large lists (a cluster's Machines,
@@ -215,23 +217,19 @@ func expectDelim(dec sigsjson.Decoder, want json.Delim) error {
 
 func (d *discoverer) listGeneric(ctx context.Context, gvk schema.GroupVersionKind, namespace string, sel map[string]string) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
-	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(listPageSize)}
+	opts := []client.ListOption{client.InNamespace(namespace)}
 	if len(sel) > 0 {
 		opts = append(opts, client.MatchingLabels(sel))
 	}
-	cont := ""
-	for {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := d.c.List(ctx, l, append(opts, client.Continue(cont))...); err != nil {
-			return nil, err
+	err := cluster.ListPages(ctx, d.c, gvk, int64(listPageSize), func(items []unstructured.Unstructured, restart bool) error {
+		if restart {
+			out = nil
 		}
-		for i := range l.Items {
-			l.Items[i].SetManagedFields(nil)
+		for i := range items {
+			items[i].SetManagedFields(nil)
 		}
-		out = append(out, l.Items...)
-		if cont = l.GetContinue(); cont == "" {
-			return out, nil
-		}
-	}
+		out = append(out, items...)
+		return nil
+	}, opts...)
+	return out, err
 }
