@@ -103,24 +103,45 @@ func ReadAllLimit(ctx context.Context, r io.Reader, name string, limit int64, fl
 // readLimit reads r up to limit; sizeHint (a regular file's size, or 0) sizes the buffer once,
 // so a large file is not copied through a doubling buffer.
 func readLimit(ctx context.Context, r io.Reader, name string, limit int64, flag string, sizeHint int64) ([]byte, error) {
-	lr := io.LimitReader(ctxReader{ctx, r}, limit+1)
-	var b []byte
-	var err error
+	lr := NewLimitReader(ctx, r, name, limit, flag)
 	if sizeHint > 0 && sizeHint <= limit {
 		var buf bytes.Buffer
 		buf.Grow(int(sizeHint) + bytes.MinRead)
-		_, err = buf.ReadFrom(lr)
-		b = buf.Bytes()
-	} else {
-		b, err = io.ReadAll(lr)
+		if _, err := buf.ReadFrom(lr); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
 	}
-	if err != nil {
-		return nil, err
+	return io.ReadAll(lr)
+}
+
+// NewLimitReader reads r for a caller that decodes as it reads (a stream too large to hold at
+// once): it returns what r holds up to limit bytes, then a *TooLargeError naming the input and
+// flag instead of the byte past the bound, and it stops between reads when ctx is cancelled.
+func NewLimitReader(ctx context.Context, r io.Reader, name string, limit int64, flag string) io.Reader {
+	return &limitReader{ctx: ctx, r: r, name: name, limit: limit, flag: flag}
+}
+
+type limitReader struct {
+	ctx         context.Context
+	r           io.Reader
+	name, flag  string
+	limit, read int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if err := l.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("reading stopped: %w", err)
 	}
-	if int64(len(b)) > limit {
-		return nil, &TooLargeError{Name: name, Limit: limit, Flag: flag}
+	if left := l.limit + 1 - l.read; int64(len(p)) > left {
+		p = p[:left] // one byte past the bound is enough to know
 	}
-	return b, nil
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	if l.read > l.limit {
+		return n - int(l.read-l.limit), &TooLargeError{Name: l.name, Limit: l.limit, Flag: l.flag}
+	}
+	return n, err
 }
 
 // ReadFile reads the file at path within the current bound. Special files the user names on
@@ -147,19 +168,6 @@ func ReadFileLimit(ctx context.Context, path string, limit int64, flag string) (
 		size = st.Size()
 	}
 	return readLimit(ctx, f, path, limit, flag, size)
-}
-
-// ctxReader stops a read loop when its context is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("reading stopped: %w", err)
-	}
-	return c.r.Read(p)
 }
 
 // IsTooLarge reports whether err is (or wraps) a *TooLargeError.

@@ -78,3 +78,20 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestNewLimitReader(t *testing.T) {
+	ctx := context.Background()
+	b, err := io.ReadAll(NewLimitReader(ctx, strings.NewReader("abcdef"), "six bytes", 6, "--x"))
+	if err != nil || string(b) != "abcdef" {
+		t.Fatalf("at the bound: %q, %v", b, err)
+	}
+	b, err = io.ReadAll(NewLimitReader(ctx, strings.NewReader("abcdefg"), "seven bytes", 6, "--x"))
+	if !IsTooLarge(err) || string(b) != "abcdef" || !strings.Contains(err.Error(), "seven bytes") {
+		t.Fatalf("past the bound: %q, %v; want the first 6 bytes and a TooLargeError naming the input", b, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := io.ReadAll(NewLimitReader(cctx, strings.NewReader("abc"), "x", 6, "")); err == nil {
+		t.Fatal("a cancelled read went on")
+	}
+}

@@ -126,7 +126,7 @@ func abandon(ctx context.Context, src, dst *cluster.Client, opts Options) (*Aban
 		return rep, err
 	}
 	opts.Scope = j.Scope
-	g, err := discoverLocked(ctx, src, j.Scope, lk)
+	g, err := discoverLocked(ctx, src, j.Scope, lk, allFieldOwners)
 	if err != nil {
 		return rep, err
 	}

@@ -126,7 +126,7 @@ func backup(ctx context.Context, src *cluster.Client, dir string, opts Options) 
 		}
 	}
 	rep.Scope = opts.Scope
-	g, err := discoverLocked(ctx, src, opts.Scope, lk)
+	g, err := discoverLocked(ctx, src, opts.Scope, lk, allFieldOwners)
 	if err != nil {
 		return rep, err
 	}

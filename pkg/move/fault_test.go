@@ -283,7 +283,7 @@ func TestMoveWhileASourceControllerReAddsFinalizers(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		objs, err := listAll(ctx, src.Client, kinds, []string{ns}, nil)
+		objs, err := listAll(ctx, src.Client, kinds, []string{ns}, nil, allFieldOwners)
 		if err != nil {
 			hookErr = err
 			return

@@ -207,65 +207,24 @@ func DiscoverTypes(ctx context.Context, c client.Reader) ([]TypeInfo, error) {
 }
 
 // listAll lists every type in every namespace: one LIST per type per namespace (cluster-scoped
-// types once), a few at a time. extraSecretNS are namespaces where only Secrets are listed.
-func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, namespaces []string, extraSecretNS []string) ([]unstructured.Unstructured, error) {
-	type job struct {
-		gvk schema.GroupVersionKind
-		ns  string
-	}
-	var jobs []job
-	for _, t := range typesToList {
-		if !t.Namespaced {
-			jobs = append(jobs, job{t.GVK, ""})
-			continue
-		}
-		for _, ns := range namespaces {
-			jobs = append(jobs, job{t.GVK, ns})
-		}
-		if t.GVK.Group == "" && t.GVK.Kind == "Secret" {
-			for _, ns := range extraSecretNS {
-				jobs = append(jobs, job{t.GVK, ns})
-			}
-		}
-	}
-	// Every LIST runs even when one fails, so the error names all that could not be read.
-	var unread authz.Reads
-	var hard atomic.Bool
+// types once), a few at a time. extraSecretNS are namespaces where only Secrets are listed; view
+// says which field owners the objects keep.
+func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, namespaces []string, extraSecretNS []string, view fieldOwners) ([]unstructured.Unstructured, error) {
+	jobs := listJobs(typesToList, namespaces, extraSecretNS)
 	results := make([][]unstructured.Unstructured, len(jobs))
-	errs := make([]error, len(jobs))
-	var g errgroup.Group
-	g.SetLimit(8)
-	for i, j := range jobs {
-		g.Go(func() error {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(j.gvk.GroupVersion().WithKind(j.gvk.Kind + "List"))
-			var opts []client.ListOption
-			if j.ns != "" {
-				opts = append(opts, client.InNamespace(j.ns))
+	err := eachListed(ctx, c, jobs, func(job int, items []unstructured.Unstructured, restart bool) {
+		if restart {
+			results[job] = nil
+		}
+		if view == restoredFieldOwners {
+			for k := range items {
+				dropUnrestoredFieldOwners(&items[k])
 			}
-			if err := c.List(ctx, list, opts...); err != nil {
-				if authz.Tolerable(err) {
-					unread.Add(authz.FromError(j.ns, err))
-				} else {
-					hard.Store(true)
-				}
-				where := "all namespaces"
-				if j.ns != "" {
-					where = "namespace " + j.ns
-				}
-				errs[i] = fmt.Errorf("listing %s in %s: %w", j.gvk.Kind, where, err)
-				return nil
-			}
-			for k := range list.Items {
-				list.Items[k].SetGroupVersionKind(j.gvk)
-			}
-			results[i] = list.Items
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines report through errs
-	if err := errors.Join(errs...); err != nil {
-		return nil, &listError{err: err, unread: unread.Unread(), hard: hard.Load()}
+		}
+		results[job] = append(results[job], items...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []unstructured.Unstructured
 	seen := map[types.UID]bool{}
@@ -280,6 +239,83 @@ func listAll(ctx context.Context, c client.Reader, typesToList []TypeInfo, names
 	}
 	return out, nil
 }
+
+// listJob is one LIST: a kind in a namespace ("" for all namespaces or a cluster-scoped kind).
+type listJob struct {
+	gvk schema.GroupVersionKind
+	ns  string
+}
+
+func listJobs(typesToList []TypeInfo, namespaces []string, extraSecretNS []string) []listJob {
+	var jobs []listJob
+	for _, t := range typesToList {
+		if !t.Namespaced {
+			jobs = append(jobs, listJob{t.GVK, ""})
+			continue
+		}
+		for _, ns := range namespaces {
+			jobs = append(jobs, listJob{t.GVK, ns})
+		}
+		if t.GVK.Group == "" && t.GVK.Kind == "Secret" {
+			for _, ns := range extraSecretNS {
+				jobs = append(jobs, listJob{t.GVK, ns})
+			}
+		}
+	}
+	return jobs
+}
+
+// listPageSize is how many objects one LIST of a move asks for: a kind of thousands of objects
+// is read a page at a time, so a listing holds a few pages of JSON besides what it keeps.
+const listPageSize = 500
+
+// eachListed runs the jobs, listConcurrency at a time, page by page, and gives each page's items
+// (their kind set) to page, which may be called from several goroutines at once; restart: the
+// job's listing started again (cluster.ListPages), so what page kept of that job is stale. Every
+// LIST runs even when one fails, so the error names all that could not be read.
+func eachListed(ctx context.Context, c client.Reader, jobs []listJob, page func(job int, items []unstructured.Unstructured, restart bool)) error {
+	var unread authz.Reads
+	var hard atomic.Bool
+	errs := make([]error, len(jobs))
+	var g errgroup.Group
+	g.SetLimit(listConcurrency)
+	for i, j := range jobs {
+		g.Go(func() error {
+			var opts []client.ListOption
+			if j.ns != "" {
+				opts = append(opts, client.InNamespace(j.ns))
+			}
+			err := cluster.ListPages(ctx, c, j.gvk, listPageSize, func(items []unstructured.Unstructured, restart bool) error {
+				for k := range items {
+					items[k].SetGroupVersionKind(j.gvk)
+				}
+				page(i, items, restart)
+				return nil
+			}, opts...)
+			if err != nil {
+				if authz.Tolerable(err) {
+					unread.Add(authz.FromError(j.ns, err))
+				} else {
+					hard.Store(true)
+				}
+				where := "all namespaces"
+				if j.ns != "" {
+					where = "namespace " + j.ns
+				}
+				errs[i] = fmt.Errorf("listing %s in %s: %w", j.gvk.Kind, where, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through errs
+	if err := errors.Join(errs...); err != nil {
+		return &listError{err: err, unread: unread.Unread(), hard: hard.Load()}
+	}
+	return nil
+}
+
+// listConcurrency is how many LISTs a move sends at once.
+const listConcurrency = 8
 
 // listError is a listing that failed; unread are the kinds the API server refused or could not
 // serve (each of those failed alone), so a caller about to change something can refuse naming them.
@@ -305,9 +341,15 @@ func incompleteSource(err error) error {
 	return err
 }
 
-// Discover reads the source cluster and builds the move graph for the scope. A kind it cannot
-// list makes it refuse (authz.IncompleteError), naming every such kind and the verbs missing.
+// Discover reads the source cluster and builds the move graph for the scope, its objects whole.
+// A kind it cannot list makes it refuse (authz.IncompleteError), naming every such kind and the
+// verbs missing.
 func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, error) {
+	return discover(ctx, c, scope, allFieldOwners)
+}
+
+// discover is Discover with the field owners the graph's objects keep (view).
+func discover(ctx context.Context, c *cluster.Client, scope Scope, view fieldOwners) (*Graph, error) {
 	namespaces := []string{""}
 	if !scope.AllNamespaces {
 		scope.Namespace = c.NamespaceOr(scope.Namespace)
@@ -339,14 +381,14 @@ func Discover(ctx context.Context, c *cluster.Client, scope Scope) (*Graph, erro
 			}
 		}
 	}
-	objs, err := listAll(ctx, c, typesToList, namespaces, extra)
+	objs, err := listAll(ctx, c, typesToList, namespaces, extra, view)
 	if err != nil {
 		return nil, incompleteSource(err)
 	}
 	var foreign map[string]bool
 	if !scope.AllNamespaces {
 		var classes []unstructured.Unstructured
-		if classes, foreign, err = foreignClasses(ctx, c, objs, scope.Namespace, typesToList); err != nil {
+		if classes, foreign, err = foreignClasses(ctx, c, objs, scope.Namespace, typesToList, view); err != nil {
 			return nil, err
 		}
 		objs = append(objs, classes...)
@@ -385,7 +427,7 @@ func classRef(cl *unstructured.Unstructured) (ns, name string) {
 // namespaces, with every template they reference: they are copied to the target (same
 // namespace) and kept in the source. It returns them and the set of their "Kind/namespace/name"
 // keys. One LIST of ClusterClasses per such namespace, and one LIST per template kind there.
-func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Unstructured, ns string, typesToList []TypeInfo) ([]unstructured.Unstructured, map[string]bool, error) {
+func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Unstructured, ns string, typesToList []TypeInfo, view fieldOwners) ([]unstructured.Unstructured, map[string]bool, error) {
 	wanted := map[string]map[string]bool{} // namespace -> class names
 	for i := range objs {
 		o := &objs[i]
@@ -420,7 +462,7 @@ func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Un
 	}
 	sort.Strings(cnss)
 	for _, cns := range cnss {
-		listed, err := listAll(ctx, c, []TypeInfo{classType}, []string{cns}, nil)
+		listed, err := listAll(ctx, c, []TypeInfo{classType}, []string{cns}, nil, view)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the ClusterClasses of namespace %s that Clusters of %s use: %w", cns, ns, err)
 		}
@@ -448,7 +490,7 @@ func foreignClasses(ctx context.Context, c client.Reader, objs []unstructured.Un
 		if len(kinds) == 0 {
 			continue
 		}
-		tmpls, err := listAll(ctx, c, kinds, []string{cns}, nil)
+		tmpls, err := listAll(ctx, c, kinds, []string{cns}, nil, view)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the templates of the ClusterClasses of namespace %s: %w", cns, err)
 		}

@@ -113,3 +113,26 @@ func BenchmarkBuildGraph(b *testing.B) {
 		})
 	}
 }
+
+// TestDropUnrestoredFieldOwners: a move keeps an object's field owners only when a server-side
+// applier is among them (they are restored in the target); the rest are dropped as listed.
+func TestDropUnrestoredFieldOwners(t *testing.T) {
+	obj := func(ops ...string) *unstructured.Unstructured {
+		var mf []any
+		for _, op := range ops {
+			mf = append(mf, map[string]any{"manager": "m-" + op, "operation": op, "fieldsV1": map[string]any{"f:spec": map[string]any{}}})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "managedFields": mf}}}
+	}
+	for _, tc := range []struct {
+		ops  []string
+		keep bool
+	}{{[]string{"Update"}, false}, {[]string{"Update", "Apply"}, true}, {[]string{"Apply"}, true}, {nil, false}} {
+		o := obj(tc.ops...)
+		dropUnrestoredFieldOwners(o)
+		_, kept := o.Object["metadata"].(map[string]any)["managedFields"]
+		if kept != tc.keep || o.GetName() != "x" {
+			t.Errorf("managers %v: managedFields kept %v, want %v (name %q)", tc.ops, kept, tc.keep, o.GetName())
+		}
+	}
+}

@@ -233,29 +233,28 @@ type snapshotEntry struct {
 func writeSnapshot(ctx context.Context, c client.Client, j *journal, g *Graph) error {
 	entries := make([]snapshotEntry, 0, g.Count())
 	for _, n := range g.Moved() {
-		obj := n.Obj.Object
-		if mf := n.Obj.GetManagedFields(); len(mf) > 0 && !hasApplyManager(mf) {
-			// Field owners are only ever restored for server-side appliers: the rest is noise.
-			obj = make(map[string]any, len(n.Obj.Object))
-			for k, v := range n.Obj.Object {
-				obj[k] = v
-			}
-			md := make(map[string]any, len(n.Obj.Object["metadata"].(map[string]any)))
-			for k, v := range n.Obj.Object["metadata"].(map[string]any) {
-				if k != "managedFields" {
-					md[k] = v
-				}
-			}
-			obj["metadata"] = md
-		}
-		entries = append(entries, snapshotEntry{Object: obj, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
+		// The move's graph holds only the field owners a move restores (restoredFieldOwners).
+		entries = append(entries, snapshotEntry{Object: n.Obj.Object, Owners: n.Owners, SoftOwners: n.SoftOwners, Level: n.Level,
 			Cluster: n.Cluster, Global: n.Global, KeepInSource: n.KeepInSource, UserPaused: n.UserPaused})
 	}
+	// One entry at a time into the gzip stream: the uncompressed copy (about 150 MiB at 28,000
+	// objects) is never held whole, only its compressed bytes.
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(entries); err != nil {
-		return fmt.Errorf("encoding the journal's copy of the objects: %w", err)
+	sep := []byte("[")
+	for i := range entries {
+		b, err := json.Marshal(&entries[i])
+		if err != nil {
+			return fmt.Errorf("encoding the journal's copy of %s: %w", g.Moved()[i].Ref, err)
+		}
+		_, _ = zw.Write(sep) // a bytes.Buffer does not fail
+		_, _ = zw.Write(b)
+		sep = []byte(",")
 	}
+	if len(entries) == 0 {
+		_, _ = zw.Write(sep)
+	}
+	_, _ = zw.Write([]byte("]\n"))
 	if err := zw.Close(); err != nil {
 		return err
 	}
@@ -308,25 +307,36 @@ func readSnapshot(ctx context.Context, c client.Reader, j *journal) (*Graph, err
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
 	}
-	// Bounded: the Secrets are only as trustworthy as who may write them, and a few kilobytes of
-	// gzip can expand without end.
-	raw, err := userinput.ReadAllLimit(ctx, zr, "the journal's copy of the objects", maxJournalObjects, "")
-	if userinput.IsTooLarge(err) {
-		return nil, fmt.Errorf("the journal's copy of the objects (Secrets %s/%s-*) expands past %s: no move writes a copy this large, so it is not the journal of a move and is not trusted",
-			j.namespace, JournalName, userinput.Human(maxJournalObjects))
+	// Decoded one entry at a time, bounded: the Secrets are only as trustworthy as who may write
+	// them, and a few kilobytes of gzip can expand without end.
+	dec := json.NewDecoder(userinput.NewLimitReader(ctx, zr, "the journal's copy of the objects", maxJournalObjects, ""))
+	bad := func(err error) error {
+		if userinput.IsTooLarge(err) {
+			return fmt.Errorf("the journal's copy of the objects (Secrets %s/%s-*) expands past %s: no move writes a copy this large, so it is not the journal of a move and is not trusted",
+				j.namespace, JournalName, userinput.Human(maxJournalObjects))
+		}
+		return fmt.Errorf("decoding the journal's copy of the objects: %w", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the journal's copy of the objects: %w", err)
+	if t, err := dec.Token(); err != nil {
+		return nil, bad(err)
+	} else if t != json.Delim('[') {
+		return nil, bad(fmt.Errorf("it is not a list of objects"))
 	}
-	var entries []snapshotEntry
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, fmt.Errorf("decoding the journal's copy of the objects: %w", err)
-	}
-	g := &Graph{Nodes: make(map[types.UID]*Node, len(entries))}
-	for _, e := range entries {
+	g := &Graph{Nodes: make(map[types.UID]*Node, min(max(j.Objects, 0), 1<<16))}
+	for dec.More() {
+		var e struct {
+			snapshotEntry
+			Object json.RawMessage `json:"object"` // decoded by unstructured: integers stay integers
+		}
+		if err := dec.Decode(&e); err != nil {
+			return nil, bad(err)
+		}
 		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(mustJSON(e.Object)); err != nil { // integers stay integers
-			return nil, fmt.Errorf("decoding the journal's copy of the objects: %w", err)
+		if err := u.UnmarshalJSON(e.Object); err != nil {
+			return nil, bad(err)
+		}
+		if e.Level < 0 || e.Level > maxSnapshotLevel {
+			return nil, bad(fmt.Errorf("%s %s has level %d, which no move writes", u.GetKind(), u.GetName(), e.Level))
 		}
 		gvk := u.GroupVersionKind()
 		n := &Node{Obj: u, Ref: Ref{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()},
@@ -339,8 +349,17 @@ func readSnapshot(ctx context.Context, c client.Reader, j *journal) (*Graph, err
 		}
 		g.Order[n.Level] = append(g.Order[n.Level], n)
 	}
+	if t, err := dec.Token(); err != nil {
+		return nil, bad(err)
+	} else if t != json.Delim(']') {
+		return nil, bad(fmt.Errorf("it does not end where its list does"))
+	}
 	return g, nil
 }
+
+// maxSnapshotLevel bounds an entry's level (its depth in the owner graph) read from a journal:
+// Cluster API's deepest chains are a few levels, and each level costs a slot of the order.
+const maxSnapshotLevel = 1 << 10
 
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)

@@ -77,9 +77,9 @@ func lockNamespaces(ctx context.Context, c client.Reader, scope Scope, resumeAny
 // discoverLocked discovers the scope's graph and locks its namespaces; for -A, a namespace
 // locked only after discovery is read again, so no object is taken from a namespace another run
 // held while it was read.
-func discoverLocked(ctx context.Context, c *cluster.Client, scope Scope, lk *lease.Set) (*Graph, error) {
+func discoverLocked(ctx context.Context, c *cluster.Client, scope Scope, lk *lease.Set, view fieldOwners) (*Graph, error) {
 	for attempt := 0; ; attempt++ {
-		g, err := Discover(ctx, c, scope)
+		g, err := discover(ctx, c, scope, view)
 		if err != nil {
 			return nil, err
 		}

@@ -299,7 +299,7 @@ func (r *moveRun) readGraph(ctx context.Context) error {
 			log.Info("Resuming an unfinished move (nothing was deleted yet: reading the source again)", "moveID", j.MoveID, "started", j.Started.Format(time.RFC3339))
 		}
 		log.Info("Discovering Cluster API objects", "scope", r.opts.Scope.String())
-		if g, err = discoverLocked(ctx, r.src, r.opts.Scope, r.lk); err != nil {
+		if g, err = discoverLocked(ctx, r.src, r.opts.Scope, r.lk, restoredFieldOwners); err != nil {
 			return err
 		}
 		r.rep.Warnings = append(r.rep.Warnings, sanitize(g)...)
@@ -779,6 +779,31 @@ func isClusterNode(n *Node) bool {
 
 func isClusterClassNode(n *Node) bool {
 	return n.Ref.Kind == "ClusterClass" && strings.HasPrefix(n.Ref.APIVersion, "cluster.x-k8s.io/")
+}
+
+// fieldOwners is which of an object's field owners (metadata.managedFields) a listing keeps.
+type fieldOwners bool
+
+const (
+	// allFieldOwners keeps them all: a backup holds the objects whole.
+	allFieldOwners fieldOwners = true
+	// restoredFieldOwners keeps only those a move puts back (dropUnrestoredFieldOwners).
+	restoredFieldOwners fieldOwners = false
+)
+
+// dropUnrestoredFieldOwners removes o's field owners unless a move restores them: a move puts
+// them back in the target only where a server-side applier owns some of o's fields (place), so
+// the rest (often a third of an object) is dropped as soon as it is listed, not carried through
+// the move, its journal and its comparisons.
+func dropUnrestoredFieldOwners(o *unstructured.Unstructured) {
+	md, _ := o.Object["metadata"].(map[string]any)
+	mf, _ := md["managedFields"].([]any)
+	for _, e := range mf { // read as listed: GetManagedFields would convert every entry
+		if e, _ := e.(map[string]any); e["operation"] == string(metav1.ManagedFieldsOperationApply) {
+			return
+		}
+	}
+	delete(md, "managedFields")
 }
 
 func hasApplyManager(mf []metav1.ManagedFieldsEntry) bool {

@@ -48,7 +48,7 @@ func snapshot(t *testing.T, c *cluster.Client, ns string) map[string]*unstructur
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := listAll(ctx, c, typesToList, []string{ns}, nil)
+	objs, err := listAll(ctx, c, typesToList, []string{ns}, nil, allFieldOwners)
 	if err != nil {
 		t.Fatal(err)
 	}

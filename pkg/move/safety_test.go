@@ -190,13 +190,26 @@ func randomText(n, seed int) string {
 }
 
 // TestSnapshotGzipBombIsRefused: a journal copy whose digest matches but whose gzip expands past
-// the bound is refused once the bound is read, not decompressed to the end.
+// the bound is refused once the bound is read, not decompressed to the end; one that is not
+// JSON at all is refused at its first byte.
 func TestSnapshotGzipBombIsRefused(t *testing.T) {
 	defer func(old int64) { maxJournalObjects = old }(maxJournalObjects)
 	maxJournalObjects = 1 << 20
+	// One object whose string never ends: valid JSON as far as it goes, 8 MiB of it.
+	bomb := append([]byte(`[{"object":{"apiVersion":"v1","kind":"ConfigMap","data":{"x":"`), bytes.Repeat([]byte("a"), 8<<20)...)
+	err := readBomb(t, bomb)
+	if err == nil || !strings.Contains(err.Error(), "expands past 1Mi") || !strings.Contains(err.Error(), "ns/"+JournalName) {
+		t.Fatalf("a gzip bomb in the journal: %v, want a refusal naming the Secrets and the bound", err)
+	}
+	if err := readBomb(t, make([]byte, 8<<20)); err == nil || !strings.Contains(err.Error(), "decoding the journal's copy") {
+		t.Fatalf("8 MiB of zeros in the journal: %v, want a refusal", err)
+	}
+}
+
+func readBomb(t *testing.T, content []byte) error {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(make([]byte, 8<<20)); err != nil {
+	if _, err := zw.Write(content); err != nil {
 		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
@@ -209,7 +222,5 @@ func TestSnapshotGzipBombIsRefused(t *testing.T) {
 	}).Build()
 	j := &journal{MoveID: "move-test", Scope: Scope{Namespace: "ns"}, namespace: "ns", DataSecrets: 1, DataSHA256: hex.EncodeToString(sum[:])}
 	_, err := readSnapshot(context.Background(), c, j)
-	if err == nil || !strings.Contains(err.Error(), "expands past 1Mi") || !strings.Contains(err.Error(), "ns/"+JournalName) {
-		t.Fatalf("a gzip bomb in the journal: %v, want a refusal naming the Secrets and the bound", err)
-	}
+	return err
 }

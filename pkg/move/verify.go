@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,8 +91,13 @@ func objKey(n *Node) string {
 	return n.Obj.GroupVersionKind().GroupKind().String() + "/" + n.Ref.Namespace + "/" + n.Ref.Name
 }
 
-// listMovedKinds lists, in c, every kind of the graph in the graph's namespaces.
-func listMovedKinds(ctx context.Context, dst client.Reader, g *Graph) (map[string]*unstructured.Unstructured, error) {
+// listedKey is objKey of a listed object.
+func listedKey(o *unstructured.Unstructured) string {
+	return o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// movedKindJobs are the LISTs of every kind of the graph in the graph's namespaces.
+func movedKindJobs(g *Graph) []listJob {
 	var typesToList []TypeInfo
 	seenType := map[schema.GroupVersionKind]bool{}
 	nsSet := map[string]bool{}
@@ -113,14 +119,31 @@ func listMovedKinds(ctx context.Context, dst client.Reader, g *Graph) (map[strin
 	if len(namespaces) > 3 {
 		namespaces = []string{""} // one cluster-wide LIST per kind is cheaper
 	}
-	objs, err := listAll(ctx, dst, typesToList, namespaces, nil)
+	return listJobs(typesToList, namespaces, nil)
+}
+
+// listMovedKinds lists, in c, every kind of the graph in the graph's namespaces, by objKey.
+func listMovedKinds(ctx context.Context, c client.Reader, g *Graph) (map[string]*unstructured.Unstructured, error) {
+	var mu sync.Mutex
+	byKey := map[string]*unstructured.Unstructured{}
+	byJob := map[int][]string{}
+	err := eachListed(ctx, c, movedKindJobs(g), func(job int, items []unstructured.Unstructured, restart bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if restart {
+			for _, k := range byJob[job] {
+				delete(byKey, k)
+			}
+			byJob[job] = nil
+		}
+		for i := range items {
+			k := listedKey(&items[i])
+			byKey[k] = &items[i]
+			byJob[job] = append(byJob[job], k)
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	byKey := make(map[string]*unstructured.Unstructured, len(objs))
-	for i := range objs {
-		o := &objs[i]
-		byKey[o.GroupVersionKind().GroupKind().String()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
 	}
 	return byKey, nil
 }

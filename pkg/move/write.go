@@ -350,32 +350,64 @@ func (m *mover) place(ctx context.Context, n *Node, ex *unstructured.Unstructure
 }
 
 // verifyTarget lists the moved kinds in the target and compares every object with the pre-move
-// copy (capctl's pause aside).
+// copy (capctl's pause aside). The target's objects are compared page by page as they are
+// listed and then dropped, so the verification never holds a second copy of the graph.
 func (m *mover) verifyTarget(ctx context.Context) ([]Difference, error) {
-	byKey, err := listMovedKinds(ctx, m.dst, m.tg)
+	nodes := make(map[string]*Node, m.tg.Count())
+	for _, n := range m.tg.Moved() {
+		nodes[objKey(n)] = n
+	}
+	jobs := movedKindJobs(m.tg)
+	// found[job]: the problems of each object the job listed (none: equal). A job's pages come
+	// one after the other, so each job's map is written by one goroutine at a time.
+	found := make([]map[string][]string, len(jobs))
+	err := eachListed(ctx, m.dst, jobs, func(job int, items []unstructured.Unstructured, restart bool) {
+		if found[job] == nil || restart {
+			found[job] = map[string][]string{}
+		}
+		for i := range items {
+			k := listedKey(&items[i])
+			if n := nodes[k]; n != nil {
+				found[job][k] = m.compare(n, &items[i])
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
 	var diffs []Difference
 	for _, n := range m.tg.Moved() {
-		got := byKey[objKey(n)]
-		if got == nil {
+		k := objKey(n)
+		var problems []string
+		listed := false
+		for _, f := range found {
+			if p, ok := f[k]; ok {
+				problems, listed = p, true
+				break
+			}
+		}
+		if !listed {
 			diffs = append(diffs, Difference{Object: n.Ref, Problem: "missing in the target"})
 			continue
 		}
-		if m.isAdopted(n) {
-			continue
-		}
-		want, err := m.desired(n, true)
-		if err != nil {
-			diffs = append(diffs, Difference{Object: n.Ref, Problem: err.Error()})
-			continue
-		}
-		for _, p := range diffObject(want, got, n) {
+		for _, p := range problems {
 			diffs = append(diffs, Difference{Object: n.Ref, Problem: p})
 		}
 	}
 	return diffs, nil
+}
+
+// compare is how the target's object got differs from what it must hold for n (nothing for an
+// object adopted as the target holds it).
+func (m *mover) compare(n *Node, got *unstructured.Unstructured) []string {
+	if m.isAdopted(n) {
+		return nil
+	}
+	want, err := m.desired(n, true)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return diffObject(want, got, n)
 }
 
 // deleteSource deletes the moved objects from the source, leaves first, each guarded by its UID.
