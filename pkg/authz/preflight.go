@@ -114,8 +114,15 @@ func Resources(mapper meta.RESTMapper, objs []unstructured.Unstructured, extraCR
 	}
 	seen := map[string]bool{}
 	var out []string
+	// One mapping per kind, not per object: a move asks about tens of thousands of objects of a
+	// dozen kinds, and each mapping allocates.
+	mapped := map[schema.GroupVersionKind]bool{}
 	for i := range objs {
 		gvk := objs[i].GroupVersionKind()
+		if mapped[gvk] {
+			continue
+		}
+		mapped[gvk] = true
 		name, ok := defined[gvk.GroupKind()]
 		if !ok {
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
