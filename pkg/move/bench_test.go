@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,8 +50,8 @@ func BenchmarkMoveFleet(b *testing.B) {
 			for _, e := range envs {
 				prepareManagementCluster(b, e)
 			}
-			var objects, requests, served, rss int64
-			var seconds, floorSeconds float64
+			var objects, requests, served int64
+			var seconds, floorSeconds, rss float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -79,7 +78,7 @@ func BenchmarkMoveFleet(b *testing.B) {
 			b.ReportMetric(seconds/float64(b.N), "s/op")
 			b.ReportMetric(floorSeconds/float64(b.N), "floor-s/op")
 			b.ReportMetric(seconds/floorSeconds, "move/floor")
-			b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+			b.ReportMetric(rss, "peak-RSS-MiB")
 		})
 	}
 }
@@ -128,25 +127,22 @@ func moveFloor(b *testing.B, src, floor *testenv.Env, ns string) float64 {
 	return time.Since(start).Seconds()
 }
 
-// benchChild runs one move in a child process and returns its report and peak RSS (KiB).
-func benchChild(b *testing.B, src, dst *testenv.Env, ns string) (*Report, int64) {
+// benchChild runs one move in a child process and returns its report and peak RSS (MiB).
+func benchChild(b *testing.B, src, dst *testenv.Env, ns string) (*Report, float64) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), faultChildEnv+"=move", "FAULT_SRC="+src.Kubeconfig, "FAULT_DST="+dst.Kubeconfig,
 		"FAULT_NS="+ns, "FAULT_REPORT=1", "FAULT_PARALLELISM="+strconv.Itoa(DefaultParallelism))
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	peak, err := testenv.RunPeakRSS(cmd)
+	if err != nil {
 		b.Fatalf("move: %v\n%s", err, errOut.String())
 	}
 	rep := &Report{}
 	if err := json.Unmarshal([]byte(out.String()), rep); err != nil {
 		b.Fatalf("reading the move's report: %v\n%s", err, out.String())
 	}
-	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if ru == nil {
-		return rep, 0
-	}
-	return rep, ru.Maxrss
+	return rep, peak
 }
 
 // fillFleet writes n clusters into ns, a few at a time.
@@ -192,8 +188,8 @@ func BenchmarkClusterctlMoveFleet(b *testing.B) {
 			src, dst := testenv.StartPair(b, testenv.Options{CRDPaths: crdPaths(b)})
 			prepareManagementCluster(b, src)
 			prepareManagementCluster(b, dst)
-			var requests, rss int64
-			var seconds float64
+			var requests int64
+			var seconds, rss float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -204,7 +200,7 @@ func BenchmarkClusterctlMoveFleet(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				cmd := exec.Command(bin, "move", "--kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig, "-n", ns)
-				out, err := cmd.CombinedOutput()
+				out, peak, err := testenv.RunSampled(cmd)
 				seconds += time.Since(start).Seconds()
 				b.StopTimer()
 				if err != nil {
@@ -212,16 +208,14 @@ func BenchmarkClusterctlMoveFleet(b *testing.B) {
 				}
 				// The metrics reads themselves are two requests per server.
 				requests += serverRequests(b, src) + serverRequests(b, dst) - before - 2
-				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-					rss = max(rss, ru.Maxrss)
-				}
+				rss = max(rss, peak)
 			}
 			objects := int64(28 * n * b.N)
 			b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
 			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 			b.ReportMetric(float64(requests)/float64(objects), "served/object")
 			b.ReportMetric(seconds/float64(b.N), "s/op")
-			b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+			b.ReportMetric(rss, "peak-RSS-MiB")
 		})
 	}
 }

@@ -88,14 +88,21 @@ func ResetPeakRSS() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-// RunSampled runs cmd, returning its combined output and its peak RSS in MiB, sampled from
-// /proc/PID/status (VmHWM) every 20 ms while it runs. The child's rusage is no good for this: a
-// child started from a large process reports the parent's RSS at the fork as its own maximum.
+// RunSampled runs cmd, returning its combined output and its peak RSS in MiB (RunPeakRSS).
 func RunSampled(cmd *exec.Cmd) ([]byte, float64, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	peak, err := RunPeakRSS(cmd)
+	return out.Bytes(), peak, err
+}
+
+// RunPeakRSS runs cmd (its output goes where the caller set it) and returns its peak RSS in MiB,
+// sampled from /proc/PID/status (VmHWM) every 20 ms while it runs. The child's rusage is no good
+// for this: a child started from a large process reports the parent's RSS at the fork as its own
+// maximum.
+func RunPeakRSS(cmd *exec.Cmd) (float64, error) {
 	if err := cmd.Start(); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -106,7 +113,7 @@ func RunSampled(cmd *exec.Cmd) ([]byte, float64, error) {
 	for {
 		select {
 		case err := <-done:
-			return out.Bytes(), peak, err
+			return peak, err
 		case <-tick.C:
 			peak = max(peak, vmHWM(status))
 		}
