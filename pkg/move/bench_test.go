@@ -59,11 +59,14 @@ func BenchmarkMoveFleet(b *testing.B) {
 				src.CreateNamespaces(b, ns)
 				fillFleet(b, src, ns, n)
 				floorSeconds += moveFloor(b, src, floor, ns)
+				pre := snapshot(b, src.Client, ns)
 				before := serverRequests(b, src) + serverRequests(b, dst)
 				b.StartTimer()
 				rep, maxRSS := benchChild(b, src, dst, ns)
 				b.StopTimer()
 				served += serverRequests(b, src) + serverRequests(b, dst) - before - 2
+				// Nothing lost: every object in the target as it was in the source before the move.
+				requireMoved(b, pre, src.Client, dst.Client, ns)
 				objects += int64(rep.Objects)
 				requests += rep.SourceRequests + rep.TargetRequests
 				seconds += rep.Seconds

@@ -123,7 +123,7 @@ func faultFleet(t *testing.T, env *testenv.Env, ns string) int {
 // requireMoved checks the end state of every fault: the target holds exactly the pre-move source
 // (kinds, names, labels, annotations, finalizers, owners, spec, data), the source holds nothing
 // (no journal either), nothing capctl paused is paused, and no delete-for-move anywhere.
-func requireMoved(t *testing.T, before map[string]*unstructured.Unstructured, src, dst *cluster.Client, ns string) {
+func requireMoved(t testing.TB, before map[string]*unstructured.Unstructured, src, dst *cluster.Client, ns string) {
 	t.Helper()
 	if left := snapshot(t, src, ns); len(left) != 0 {
 		t.Errorf("left in the source: %v", keys(left))
@@ -149,7 +149,7 @@ func requireMoved(t *testing.T, before map[string]*unstructured.Unstructured, sr
 
 // requireSameObject checks that g is b as a move keeps it: labels, annotations, finalizers,
 // owners, spec and data.
-func requireSameObject(t *testing.T, k string, b, g *unstructured.Unstructured) {
+func requireSameObject(t testing.TB, k string, b, g *unstructured.Unstructured) {
 	t.Helper()
 	if !equality.Semantic.DeepEqual(nilIfEmpty(b.GetLabels()), nilIfEmpty(g.GetLabels())) {
 		t.Errorf("%s: labels %v, want %v", k, g.GetLabels(), b.GetLabels())

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // snapshot lists the moved kinds in ns: "Kind/name" -> object.
-func snapshot(t *testing.T, c *cluster.Client, ns string) map[string]*unstructured.Unstructured {
+func snapshot(t testing.TB, c *cluster.Client, ns string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	ctx := context.Background()
 	typesToList, err := DiscoverTypes(ctx, c)
