@@ -21,30 +21,26 @@ import (
 // had. An error from page stops the listing and is returned as is.
 func ListPages(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, pageSize int64,
 	page func(items []unstructured.Unstructured, restart bool) error, opts ...client.ListOption) error {
-	restart := false
-	for attempt := 0; ; attempt++ {
-		err := listPages(ctx, c, gvk, pageSize, page, restart, opts)
-		if err == nil || attempt > 0 || !apierrors.IsResourceExpired(err) {
-			return err
-		}
-		restart = true
-	}
-}
-
-func listPages(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, pageSize int64,
-	page func([]unstructured.Unstructured, bool) error, restart bool, opts []client.ListOption) error {
-	cont := ""
-	for first := true; ; first = false {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, append(opts, client.Limit(pageSize), client.Continue(cont))...); err != nil {
-			return err
-		}
-		if err := page(list.Items, restart && first); err != nil {
-			return err
-		}
-		if cont = list.GetContinue(); cont == "" {
-			return nil
+	opts = append(opts, client.Limit(pageSize))
+	// once lists every page from the first; restart: this is the second listing.
+	once := func(restart bool) error {
+		cont := ""
+		for first := true; ; first = false {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := c.List(ctx, list, append(opts, client.Continue(cont))...); err != nil {
+				return err
+			}
+			if err := page(list.Items, restart && first); err != nil {
+				return err
+			}
+			if cont = list.GetContinue(); cont == "" {
+				return nil
+			}
 		}
 	}
+	if err := once(false); !apierrors.IsResourceExpired(err) {
+		return err
+	}
+	return once(true)
 }
