@@ -36,6 +36,10 @@ type topologyStandIn struct {
 	mu           sync.Mutex
 	hold         bool
 	settledSince time.Time
+	// holdAt: the stand-in holds itself once the control plane has settled at this version, so
+	// the test's interrupt there does not race a slow poll (under load the next step could
+	// otherwise start, and even finish, before the interrupt).
+	holdAt string
 }
 
 // setHold stops (true) or resumes the stand-in; resuming starts a new settle period.
@@ -76,6 +80,9 @@ func (s *topologyStandIn) reconcile(ctx context.Context) error {
 	s.mu.Lock()
 	if !cpSettled || !mdSettled || s.settledSince.IsZero() {
 		s.settledSince = time.Now()
+	}
+	if s.holdAt != "" && cpSettled && cpSpec == s.holdAt {
+		s.hold, s.holdAt = true, ""
 	}
 	ready := !s.hold && time.Since(s.settledSince) >= s.settle
 	s.mu.Unlock()
@@ -168,7 +175,7 @@ func TestApplyFleetChainedOnAPIServer(t *testing.T) {
 	defer stopStandIns()
 	si := &standIn{c: c, stuck: map[string]bool{}}
 	go si.run(sctx)
-	topo := &topologyStandIn{c: c, ns: "chain", name: "p", classes: classVersions, settle: 700 * time.Millisecond}
+	topo := &topologyStandIn{c: c, ns: "chain", name: "p", classes: classVersions, settle: 700 * time.Millisecond, holdAt: "v1.35.3"}
 	go topo.run(sctx)
 	waitFor(t, func() bool { return len(si.events()) >= 2 }) // the first Machines exist
 	waitFor(t, func() bool {
