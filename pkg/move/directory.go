@@ -292,7 +292,7 @@ func ReadBackup(ctx context.Context, dir string, maxTotal int64) (*Manifest, *Gr
 		return nil, nil, err
 	}
 	man := &Manifest{}
-	if err := yaml.UnmarshalStrict(b, man); err != nil {
+	if err := userinput.UnmarshalStrict(b, man); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s is unreadable: %v", ErrNotBackup, filepath.Join(dir, ManifestFile), err)
 	}
 	if man.APIVersion != ManifestAPIVersion || man.Kind != ManifestKind {
