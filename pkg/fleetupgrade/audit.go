@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // Where and how the fleet apply records its rollouts: one ConfigMap per rollout in
@@ -186,7 +188,21 @@ func (r *recorder) writeTo(ctx context.Context, management string) error {
 	}
 	if cm := r.objs[management]; cm != nil {
 		cm.Data = map[string]string{auditDataKey: string(data)}
-		return c.Update(ctx, cm)
+		return cluster.Retry(ctx, cluster.DefaultBackoff, func() error {
+			err := c.Update(ctx, cm)
+			if !apierrors.IsConflict(err) {
+				return err
+			}
+			// Another writer moved the ConfigMap on (an annotation, a label): read it again and
+			// write this run's record over its data, keeping what the other writer set.
+			fresh := &corev1.ConfigMap{}
+			if gerr := c.Get(ctx, client.ObjectKeyFromObject(cm), fresh); gerr != nil {
+				return fmt.Errorf("%w (reading it again: %w)", err, gerr)
+			}
+			fresh.Data = cm.Data
+			*cm = *fresh
+			return cluster.Again(err)
+		})
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AuditNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
@@ -95,9 +98,28 @@ func TestFleetAuditRecordOnAPIServer(t *testing.T) {
 		t.Errorf("c was patched (%s), yet its record says %s", v, w2.Clusters[1].Result)
 	}
 
-	// The same command again finishes, recorded as a second rollout.
+	// The same command again finishes, recorded as a second rollout. Another writer annotates
+	// the record's ConfigMap in the middle of it: the record re-reads and keeps following the run.
 	time.Sleep(1100 * time.Millisecond) // the records' times are in seconds: keep them apart
-	req.Progress = nil
+	var record string
+	req.Progress = func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		if strings.HasPrefix(line, "Recording the rollout in ConfigMap ") {
+			record = args[1].(string)
+		}
+		if strings.Contains(line, "set KubeadmControlPlane c-cp") {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: AuditNamespace, Name: record}, cm); err != nil {
+				t.Error(err)
+				return
+			}
+			patch := client.MergeFrom(cm.DeepCopy())
+			cm.SetAnnotations(map[string]string{"example.com/reviewed-by": "someone"})
+			if err := c.Patch(ctx, cm, patch); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	rep2, err := ApplyFleet(ctx, c, req)
 	if err != nil {
 		t.Fatalf("re-run: %v", err)
@@ -107,6 +129,9 @@ func TestFleetAuditRecordOnAPIServer(t *testing.T) {
 		t.Fatalf("history %+v %v", recs, err)
 	}
 	r2 := recs[0]
+	if cm := (&corev1.ConfigMap{}); c.Get(ctx, client.ObjectKey{Namespace: AuditNamespace, Name: rep2.Record}, cm) != nil || cm.Annotations["example.com/reviewed-by"] != "someone" {
+		t.Errorf("the other writer's annotation was lost: %v", cm.Annotations)
+	}
 	if r2.State != RolloutSucceeded || r2.User == "" || r2.User == "alice" {
 		t.Errorf("second record %+v", r2)
 	}

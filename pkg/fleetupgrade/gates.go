@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
 )
@@ -106,12 +108,38 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	return res, nil
 }
 
+// gateReadBackoff bounds the retries of a read a gate decides on: a few seconds of a busy or
+// restarting API server are ridden out, a longer silence fails the gate.
+var gateReadBackoff = cluster.DefaultBackoff
+
+// gateRead is the rollout engine's one rule for the reads a gate decides on: a read that fails
+// transiently is tried again within gateReadBackoff; one that still fails, or fails for good (a
+// permission revoked, the object gone), is the gate's failure, never a pass. A check that cannot
+// read what it checks fails closed.
+func gateRead(ctx context.Context, read func(context.Context) error) error {
+	return cluster.Retry(ctx, gateReadBackoff, func() error { return read(ctx) })
+}
+
 // soakCheck reads one cluster and says what is wrong with it (empty: nothing), with the
-// evidence. A read that fails is no finding: the next poll reads again.
+// evidence. A read that fails after gateRead's retries is a problem: the soak cannot vouch for
+// what it could not see. An interrupted read is none (the run stops as interrupted).
 func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baseline map[string]map[string]bool) (string, []string) {
-	s, err := a.readState(ctx, a.infos[cu.Ref()], cu)
-	if err != nil {
-		return "", nil
+	unread := func(err error) (string, []string) {
+		if ctx.Err() != nil {
+			return "", nil
+		}
+		var gone *cluster.ClusterNotFoundError
+		if apierrors.IsNotFound(err) || errors.As(err, &gone) {
+			return "was deleted", []string{fmt.Sprintf("Cluster %s/%s no longer exists: %v", cu.Namespace, cu.Name, err)}
+		}
+		return "could not be read", []string{"a soak that cannot read what it checks fails: " + err.Error()}
+	}
+	var s ClusterState
+	if err := gateRead(ctx, func(ctx context.Context) (err error) {
+		s, err = a.readState(ctx, a.infos[cu.Ref()], cu)
+		return err
+	}); err != nil {
+		return unread(err)
 	}
 	if st, msg := condition(s.Cluster, "Available"); st != "True" {
 		return "stopped being Available", []string{"Cluster " + conditionLine("Available", st, msg)}
@@ -125,9 +153,19 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 			return fmt.Sprintf("had Machine %s found unhealthy by its MachineHealthCheck", m.GetName()), []string{"Machine " + m.GetName() + " " + conditionLine("HealthCheckSucceeded", st, msg)}
 		}
 	}
-	rep, err := diagnose.Cluster(ctx, a.clients[cu.ManagementCluster], diagnose.Options{Namespace: cu.Namespace, Name: cu.Name})
-	if err != nil {
-		return "", nil
+	var rep *diagnose.Report
+	if err := gateRead(ctx, func(ctx context.Context) (err error) {
+		rep, err = diagnose.Cluster(ctx, a.clients[cu.ManagementCluster], diagnose.Options{Namespace: cu.Namespace, Name: cu.Name})
+		return err
+	}); err != nil {
+		return unread(fmt.Errorf("diagnosing the cluster: %w", err))
+	}
+	if !rep.Complete() {
+		evidence := make([]string, 0, len(rep.Unread))
+		for _, u := range rep.Unread {
+			evidence = append(evidence, "diagnose could not read "+u.String()+" (a soak that cannot read what it checks fails)")
+		}
+		return "could not be diagnosed in full", evidence
 	}
 	ref := cu.Ref()
 	first := baseline[ref] == nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,14 +123,14 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
-	env.CreateNamespaces(t, "g", "s1", "s2", "s3", "w")
+	env.CreateNamespaces(t, "g", "s1", "s2", "s3", "s4", "s5", "w")
 	for _, n := range []string{"a", "b", "c"} {
 		createFleetCluster(t, c, "g", n, "v1.34.2", "")
 	}
-	for _, ns := range []string{"s1", "s2", "s3", "w"} {
+	for _, ns := range []string{"s1", "s2", "s3", "s4", "s5", "w"} {
 		createFleetCluster(t, c, ns, "x", "v1.34.2", "")
 	}
-	startStandIn(t, c, 14)
+	startStandIn(t, c, 18)
 
 	t.Run("a failing gate stops after the canary, the fixed gate lets the re-run finish", func(t *testing.T) {
 		dir := t.TempDir()
@@ -177,7 +178,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 		}
 	})
 
-	soakRun := func(t *testing.T, ns string, during func()) *FleetStop {
+	soakRunAs := func(t *testing.T, c client.Client, ns string, during func()) *FleetStop {
 		t.Helper()
 		var once sync.Once
 		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)},
@@ -201,6 +202,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 		}
 		return rep.Stop
 	}
+	soakRun := func(t *testing.T, ns string, during func()) *FleetStop { return soakRunAs(t, c, ns, during) }
 
 	t.Run("a cluster that stops being Available during the soak stops the rollout", func(t *testing.T) {
 		s := soakRun(t, "s1", func() {
@@ -230,6 +232,44 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 			mergePatch(t, c, u(capiV1beta2.WithKind("Cluster"), "s3", "x", nil, nil), `{"spec":{"paused":true}}`)
 		})
 		if !strings.HasPrefix(s.Reason, "cluster s3/x got a new diagnose finding cluster-paused:") || len(s.Details) == 0 {
+			t.Errorf("stop %+v", s)
+		}
+	})
+
+	t.Run("the canary Cluster deleted during its soak stops the rollout", func(t *testing.T) {
+		s := soakRun(t, "s4", func() {
+			if err := c.Delete(ctx, u(capiV1beta2.WithKind("Cluster"), "s4", "x", nil, nil)); err != nil {
+				t.Error(err)
+			}
+		})
+		if s.Reason != "cluster s4/x was deleted during the soak" || !strings.Contains(fmt.Sprint(s.Details), "not found") {
+			t.Errorf("stop %+v", s)
+		}
+	})
+
+	t.Run("the user's permission to read Clusters revoked during the soak stops the rollout", func(t *testing.T) {
+		user := env.User(t, "soaker")
+		env.GrantAllBut(t, "soaker", nil)
+		s := soakRunAs(t, user, "s5", func() {
+			// Drop every rule on clusters.cluster.x-k8s.io from the user's role.
+			role := &rbacv1.ClusterRole{}
+			if err := c.Get(ctx, client.ObjectKey{Name: "test-soaker"}, role); err != nil {
+				t.Error(err)
+				return
+			}
+			rules := role.Rules[:0]
+			for _, r := range role.Rules {
+				if !(r.APIGroups[0] == capiV1beta2.Group && r.Resources[0] == "clusters") {
+					rules = append(rules, r)
+				}
+			}
+			role.Rules = rules
+			if err := c.Update(ctx, role); err != nil {
+				t.Error(err)
+			}
+		})
+		if s.Reason != "cluster s5/x could not be read during the soak" || !strings.Contains(fmt.Sprint(s.Details), "forbidden") ||
+			!strings.Contains(fmt.Sprint(s.Details), "a soak that cannot read what it checks fails") {
 			t.Errorf("stop %+v", s)
 		}
 	})
@@ -268,4 +308,49 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 			t.Errorf("in the window: %v %v", err, resultsOf(rep))
 		}
 	})
+}
+
+// TestSoakFailsClosedWhenTheServerStops: a management API server that stops answering during
+// the soak fails it after the bounded retries of a gate's reads, naming the read that failed;
+// it never reports the soak as passed.
+func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
+	env := startFleetEnv(t)
+	ctx := testenv.Context(t)
+	c := env.Client
+	env.CreateNamespaces(t, "down")
+	createFleetCluster(t, c, "down", "x", "v1.34.2", "")
+	startStandIn(t, c, 2)
+	var once sync.Once
+	var p progressLines
+	stopped := make(chan time.Time, 1)
+	// A soak far longer than the test: only a failed soak ends it in time.
+	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "down"}, Rollout: Rollout{Soak: Duration(10 * time.Minute)},
+		Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
+	req.Progress = func(format string, args ...any) {
+		p.add(format, args...)
+		if strings.Contains(fmt.Sprintf(format, args...), "soaking") {
+			time.AfterFunc(time.Second, func() { once.Do(func() { env.Stop(); stopped <- time.Now() }) })
+		}
+	}
+	rep, err := ApplyFleet(ctx, c, req)
+	if !errors.Is(err, ErrFleetStopped) || rep == nil || rep.Stop == nil || rep.Stop.Gate != GateSoak {
+		t.Fatalf("err = %v, report %+v", err, rep)
+	}
+	if rep.Stop.Reason != "cluster down/x could not be read during the soak" || !strings.Contains(fmt.Sprint(rep.Stop.Details), "connection refused") {
+		t.Errorf("stop %+v", rep.Stop)
+	}
+	if g := rep.Waves[0].Gates; len(g) != 1 || g[0].Passed {
+		t.Errorf("gates %+v", g)
+	}
+	select {
+	case at := <-stopped:
+		if d := time.Since(at); d > 2*time.Minute {
+			t.Errorf("the soak ran %s with the server down: its retries are not bounded", d)
+		}
+	default:
+		t.Error("the server was not stopped during the soak")
+	}
+	if p.has("soak passed") {
+		t.Errorf("the soak passed: %q", p.lines)
+	}
 }
