@@ -56,6 +56,19 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 			sent++
 		}
 	}
+	// A hand-made MachineDeployment's empty selector, however written, stays a selector the
+	// API server accepts without Cluster API's defaulting webhook (spec.selector is required).
+	for name, sel := range selectorsWritten {
+		fr := ConvertText("md.yaml", []byte(machineDeploymentWith(sel)))
+		u := &unstructured.Unstructured{}
+		if err := sigsyaml.Unmarshal(fr.Output, &u.Object); err != nil {
+			t.Fatalf("selector %s: %v", name, err)
+		}
+		u.SetNamespace("fleet")
+		if err := env.Client.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("selector %s: the API server refuses the converted MachineDeployment: %v\n%s", name, err, fr.Output)
+		}
+	}
 	if sent < 30 {
 		t.Errorf("only %d objects sent; the sets have more", sent)
 	}

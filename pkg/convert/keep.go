@@ -7,8 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// keepWritten puts back the empty selectors the user wrote (`selector: {}`) that the typed v1beta2
-// object leaves out when encoded (omitempty/omitzero), where the v1beta2 type has that field. The
+// keepWritten puts back the empty selectors the user wrote (`selector: {}`, or with every field
+// null or empty: `matchLabels: null`) as `selector: {}` where the typed v1beta2 object leaves them
+// out when encoded (omitempty/omitzero) and the v1beta2 type has that field. The
 // user wrote them for a reason: a MachineDeployment's spec.selector is required by the API
 // server's schema, and only the Cluster API defaulting webhook fills it in when it is missing.
 func keepWritten(gvk schema.GroupVersionKind, in, out map[string]any) {
@@ -32,7 +33,7 @@ func keepWritten(gvk schema.GroupVersionKind, in, out map[string]any) {
 			if !present {
 				// Only selectors: other empty objects (metadata: {}) are refused by v1beta2's
 				// schemas (minProperties), and converting them away loses nothing.
-				if len(im) == 0 && k == "selector" && structLike(ftk) {
+				if k == "selector" && selectsNothing(im) && structLike(ftk) {
 					outM[k] = map[string]any{}
 				}
 				continue
@@ -75,4 +76,25 @@ func structLike(t reflect.Type) bool {
 		t = t.Elem()
 	}
 	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+}
+
+// selectsNothing tells whether a written selector has no field with a value: every field is
+// null, an empty object or an empty list (what the typed object drops when encoded).
+func selectsNothing(m map[string]any) bool {
+	for _, v := range m {
+		switch x := v.(type) {
+		case nil:
+		case map[string]any:
+			if len(x) > 0 {
+				return false
+			}
+		case []any:
+			if len(x) > 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

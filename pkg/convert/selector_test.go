@@ -5,11 +5,18 @@ import (
 	"testing"
 )
 
-// TestKeepsUserSelector: a selector the user wrote is a field the API server requires when no
-// defaulting webhook fills it (a MachineDeployment's spec.selector); convert keeps it even though
-// it is empty (`selector: {}`, which the typed v1beta2 object omits when encoded).
-func TestKeepsUserSelector(t *testing.T) {
-	in := `apiVersion: cluster.x-k8s.io/v1beta1
+// selectorsWritten are the ways a hand-made v1beta1 MachineDeployment writes an empty selector;
+// each is a field the API server requires when no defaulting webhook fills it.
+var selectorsWritten = map[string]string{
+	"empty":             "selector: {}",
+	"null matchLabels":  "selector:\n    matchLabels: null",
+	"empty matchLabels": "selector:\n    matchLabels: {}",
+	"both null":         "selector:\n    matchLabels: null\n    matchExpressions: null",
+}
+
+// machineDeploymentWith is a v1beta1 MachineDeployment whose spec.selector is written as sel.
+func machineDeploymentWith(sel string) string {
+	return `apiVersion: cluster.x-k8s.io/v1beta1
 kind: MachineDeployment
 metadata:
   name: md-0
@@ -17,7 +24,7 @@ metadata:
 spec:
   clusterName: c1
   replicas: 1
-  selector: {}
+  ` + sel + `
   template:
     spec:
       clusterName: c1
@@ -32,13 +39,24 @@ spec:
         kind: DockerMachineTemplate
         name: md-0
 `
-	fr := ConvertText("md.yaml", []byte(in))
-	for _, o := range fr.Objects {
-		if o.Error != "" {
-			t.Fatalf("%s: %s", o.Object(), o.Error)
-		}
-	}
-	if !strings.Contains(string(fr.Output), "selector:") {
-		t.Fatalf("the user's selector was dropped:\n%s", fr.Output)
+}
+
+// TestKeepsUserSelector: a selector the user wrote is a field the API server requires when no
+// defaulting webhook fills it (a MachineDeployment's spec.selector); convert keeps it even though
+// it selects nothing (`selector: {}`, or fields written null or empty, which the typed v1beta2
+// object omits when encoded): it becomes `selector: {}`.
+func TestKeepsUserSelector(t *testing.T) {
+	for name, sel := range selectorsWritten {
+		t.Run(name, func(t *testing.T) {
+			fr := ConvertText("md.yaml", []byte(machineDeploymentWith(sel)))
+			for _, o := range fr.Objects {
+				if o.Error != "" {
+					t.Fatalf("%s: %s", o.Object(), o.Error)
+				}
+			}
+			if !strings.Contains(string(fr.Output), "  selector: {}\n") {
+				t.Fatalf("the user's selector was dropped:\n%s", fr.Output)
+			}
+		})
 	}
 }
