@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -91,6 +92,22 @@ func (v positiveDuration) Set(s string) error {
 func positiveDurationVar(fl *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fl.Var(positiveDuration{p}, name, usage)
+}
+
+// windowFlag is the pflag.Value of --window: the value given must be a window (the feature's
+// ParseWindow decides), so `--window ”` is refused while flags are parsed instead of meaning "no
+// window" (leaving the flag out means that).
+type windowFlag struct{ p *string }
+
+func (v windowFlag) String() string { return *v.p }
+func (v windowFlag) Type() string   { return "string" }
+
+func (v windowFlag) Set(s string) error {
+	if _, err := fleetupgrade.ParseWindow(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
 }
 
 // boundedInt is the pflag.Value of a count flag that must lie in [min, max]: a value outside is a

@@ -80,13 +80,23 @@ func runUpgradeHistory(ctx context.Context, o *UpgradeHistoryOptions) error {
 		return err
 	}
 	recs, err := fleetupgrade.History(ctx, c, o.Request)
-	if err != nil {
+	var partial *fleetupgrade.UnreadableRecordsError
+	if err != nil && !errors.As(err, &partial) {
 		return err
 	}
 	if o.Request.Name != "" {
 		return output.Render(o.IO.Out, o.Output, recs[0], func(w io.Writer) error { return fleetupgrade.RenderRecord(w, recs[0]) })
 	}
-	return output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return fleetupgrade.RenderHistory(w, recs) })
+	if err := output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return fleetupgrade.RenderHistory(w, recs) }); err != nil {
+		return err
+	}
+	if partial != nil {
+		// The records that could be read are shown; the others are named, and the exit code
+		// says the view is partial.
+		fmt.Fprintf(o.IO.ErrOut, "Warning: %v\n", partial)
+		return exitCode(multicluster.ExitIncomplete)
+	}
+	return nil
 }
 
 // UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
@@ -424,7 +434,7 @@ func addRolloutFlags(cmd *cobra.Command, r *fleetupgrade.Rollout, maxParallel *s
 	fl.IntVar(&r.MaxFailures, "max-failures", 0, "With --kubernetes-version: how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
 	fl.DurationVar((*time.Duration)(&r.Soak), "soak", 0, "With --kubernetes-version: after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
 	fl.StringVar(&r.GateCommand, "gate-command", "", "With --kubernetes-version: run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
-	fl.StringVar(&r.Window, "window", "", "With --kubernetes-version: start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
+	fl.Var(windowFlag{&r.Window}, "window", "With --kubernetes-version: start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
 }
 
 // providerUpgradeFlags are the flags of a provider upgrade: --contract, the provider flags and

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
@@ -90,6 +93,46 @@ func TestUpgradeCommands(t *testing.T) {
 	t.Run("fleet plan", func(t *testing.T) { testUpgradeFleetPlan(t, env) })
 	t.Run("provider plan", func(t *testing.T) { testUpgradeProviderPlan(t, env, cfg) })
 	t.Run("apply", func(t *testing.T) { testUpgradeApply(t, env, cfg) })
+	t.Run("history with records it cannot read or trust", func(t *testing.T) { testUpgradeHistoryPartial(t, env) })
+}
+
+// testUpgradeHistoryPartial: other writers' ConfigMaps under the records' label, one that is not
+// JSON and one forged with terminal escape sequences, hide nothing: the good records are listed,
+// the unreadable one is named with exit 3, and no control character reaches the terminal.
+func testUpgradeHistoryPartial(t *testing.T, env *testenv.Env) {
+	ctx := context.Background()
+	env.CreateNamespaces(t, fleetupgrade.AuditNamespace)
+	record := func(name, data string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fleetupgrade.AuditNamespace, Name: name, Labels: map[string]string{fleetupgrade.AuditLabel: "fleet-upgrade"}},
+			Data: map[string]string{"record.json": data}}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good, _ := json.Marshal(fleetupgrade.RolloutRecord{Name: "fleet-upgrade-good", User: "alice", Started: time.Now().UTC().Truncate(time.Second), State: fleetupgrade.RolloutSucceeded, KubernetesVersion: "v1.35.0"})
+	forged, _ := json.Marshal(fleetupgrade.RolloutRecord{Name: "fleet-upgrade-forged", User: "mallory\x1b]0;owned\x07\x1b[2J", Started: time.Now().UTC().Add(-time.Hour).Truncate(time.Second), State: "Succeeded\u202e", KubernetesVersion: "v1.35.0"})
+	record("fleet-upgrade-good", string(good))
+	record("fleet-upgrade-forged", string(forged))
+	record("fleet-upgrade-broken", "{not json")
+
+	out, errOut, code := runCapctl(t, "upgrade", "history", "--kubeconfig", env.Kubeconfig)
+	if code != 3 || !strings.Contains(out, "fleet-upgrade-good") || !strings.Contains(out, "fleet-upgrade-forged") ||
+		!strings.Contains(errOut, "1 rollout record(s) could not be read, so this history is partial") || !strings.Contains(errOut, "ConfigMap capctl-system/fleet-upgrade-broken: the rollout record is not readable") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `mallory\x1b]0;owned\x07\x1b[2J`) || !strings.Contains(out, `Succeeded\u202e`) {
+		t.Errorf("the forged record's escapes are not shown as text:\n%s", out)
+	}
+	for _, o := range []string{out, errOut} {
+		if strings.ContainsAny(o, "\x1b\x07\u202e") {
+			t.Errorf("control characters printed: %q", o)
+		}
+	}
+	out, _, code = runCapctl(t, "upgrade", "history", "-o", "json", "--kubeconfig", env.Kubeconfig)
+	var recs []fleetupgrade.RolloutRecord
+	if err := json.Unmarshal([]byte(out), &recs); code != 3 || err != nil || len(recs) != 2 {
+		t.Errorf("json: exit %d, %v\n%s", code, err, out)
+	}
 }
 
 // testUpgradeApply runs on the inventory testUpgradeProviderPlan wrote (core v1.13.4, docker
@@ -276,6 +319,8 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		{"--plan", "p.json", "--soak", "1m"},
 		{"--plan", "p.json", "--gate-command", "true"},
 		{"--plan", "p.json", "--window", "Sat 02:00-06:00"},
+		{"--kubernetes-version", "v1.35.1", "--window", ""},
+		{"--kubernetes-version", "v1.35.1", "--window", " "},
 	} {
 		if _, err := parseOptions(t, newCmdUpgradeApply, args...); err == nil {
 			t.Errorf("%v accepted", args)

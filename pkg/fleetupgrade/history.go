@@ -22,15 +22,30 @@ type HistoryRequest struct {
 	Name string
 }
 
-// History reads the audit records the fleet apply wrote in AuditNamespace.
+// UnreadableRecordsError is History's answer when some labelled ConfigMaps hold no readable
+// record (another writer, a forged or cut record): the records that could be read are returned
+// with it, so the history is a partial view (exit 3), never hidden by one bad record.
+type UnreadableRecordsError struct {
+	// Records are "ConfigMap NAMESPACE/NAME: why", sorted.
+	Records []string
+}
+
+func (e *UnreadableRecordsError) Error() string {
+	return fmt.Sprintf("%d rollout record(s) could not be read, so this history is partial:\n  %s", len(e.Records), strings.Join(e.Records, "\n  "))
+}
+
+// History reads the audit records the fleet apply wrote in AuditNamespace. A record that cannot
+// be read does not hide the others: they are returned with an *UnreadableRecordsError naming it.
+// Every string of a record is made printable (output.Printable): a record is text anyone who
+// can write ConfigMaps there could have written.
 func History(ctx context.Context, c client.Reader, req HistoryRequest) ([]RolloutRecord, error) {
 	if req.Name != "" {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: AuditNamespace, Name: req.Name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("no rollout %s is recorded in namespace %s: `capctl upgrade history` lists them", req.Name, AuditNamespace)
+				return nil, fmt.Errorf("no rollout %s is recorded in namespace %s: `capctl upgrade history` lists them", output.Printable(req.Name), AuditNamespace)
 			}
-			return nil, fmt.Errorf("reading the rollout record %s/%s: %w", AuditNamespace, req.Name, err)
+			return nil, fmt.Errorf("reading the rollout record %s/%s: %w", AuditNamespace, output.Printable(req.Name), err)
 		}
 		rec, err := decodeRecord(cm)
 		if err != nil {
@@ -43,10 +58,12 @@ func History(ctx context.Context, c client.Reader, req HistoryRequest) ([]Rollou
 		return nil, fmt.Errorf("listing the rollout records in namespace %s: %w", AuditNamespace, err)
 	}
 	out := []RolloutRecord{}
+	bad := &UnreadableRecordsError{}
 	for i := range list.Items {
 		rec, err := decodeRecord(&list.Items[i])
 		if err != nil {
-			return nil, err
+			bad.Records = append(bad.Records, err.Error())
+			continue
 		}
 		out = append(out, rec)
 	}
@@ -56,19 +73,60 @@ func History(ctx context.Context, c client.Reader, req HistoryRequest) ([]Rollou
 		}
 		return out[i].Name > out[j].Name
 	})
+	if len(bad.Records) > 0 {
+		sort.Strings(bad.Records)
+		return out, bad
+	}
 	return out, nil
 }
 
+// recordMax bounds one record's text: a record of thousands of clusters is a few hundred KiB,
+// and a ConfigMap holds at most 1 MiB.
+const recordMax = 1 << 20
+
 func decodeRecord(cm *corev1.ConfigMap) (RolloutRecord, error) {
 	var rec RolloutRecord
+	where := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, output.Printable(cm.Name))
 	data, ok := cm.Data[auditDataKey]
 	if !ok {
-		return rec, fmt.Errorf("ConfigMap %s/%s is labelled %s but holds no %s", cm.Namespace, cm.Name, AuditLabel, auditDataKey)
+		return rec, fmt.Errorf("%s is labelled %s but holds no %s", where, AuditLabel, auditDataKey)
 	}
-	if err := json.Unmarshal([]byte(data), &rec); err != nil {
-		return rec, fmt.Errorf("ConfigMap %s/%s: the rollout record is not readable: %v", cm.Namespace, cm.Name, err)
+	if len(data) > recordMax {
+		return rec, fmt.Errorf("%s: the rollout record is larger than %d bytes", where, recordMax)
+	}
+	// Decoded once as plain JSON to make every string printable, then into the record.
+	var raw any
+	if err := json.Unmarshal([]byte(data), &raw); err != nil {
+		return rec, fmt.Errorf("%s: the rollout record is not readable: %v", where, err)
+	}
+	clean, err := json.Marshal(printableStrings(raw))
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(clean, &rec); err != nil {
+		return rec, fmt.Errorf("%s: the rollout record is not readable: %v", where, err)
 	}
 	return rec, nil
+}
+
+// printableStrings applies output.Printable to every string (keys included) of a decoded JSON
+// value.
+func printableStrings(v any) any {
+	switch x := v.(type) {
+	case string:
+		return output.Printable(x)
+	case []any:
+		for i := range x {
+			x[i] = printableStrings(x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[output.Printable(k)] = printableStrings(e)
+		}
+		return m
+	}
+	return v
 }
 
 // count is how many of the record's clusters have each result.
