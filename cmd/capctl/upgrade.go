@@ -376,7 +376,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 		requireFlags(cmd, "shapes the workload clusters' upgrade", []string{name}, "kubernetes-version", "plan")
 	}
 	requireFlags(cmd, "upgrade the workload clusters of several management clusters (provider upgrades run on one management cluster, chosen with --kubeconfig-context)",
-		[]string{"contexts", "all-contexts"}, "kubernetes-version")
+		[]string{"contexts", "all-contexts"}, "kubernetes-version", "plan")
 	return cmd
 }
 

@@ -28,6 +28,10 @@ func TestUpgradeContextsFlagsToOptions(t *testing.T) {
 		*o.Fleet.Selection.Wave != 1 || o.Fleet.Rollout.MaxParallel != 2 || o.Fleet.Selection.Selector != "env=prod" {
 		t.Errorf("apply --contexts: %+v %v", o, err)
 	}
+	o, err = parseOptions(t, newCmdUpgradeApply, "--plan", "p.json", "--contexts", "a,b")
+	if err != nil || strings.Join(o.Contexts.Contexts, ",") != "a,b" || o.Fleet == nil || o.Fleet.Plan != "p.json" {
+		t.Errorf("apply --plan --contexts: %+v %v", o, err)
+	}
 	o, err = parseOptions(t, newCmdUpgradeApply, "--kubernetes-version", "v1.35.1", "--all-contexts", "-A")
 	if err != nil || !o.Contexts.All || o.Fleet == nil {
 		t.Errorf("apply --all-contexts: %+v %v", o, err)
@@ -96,6 +100,23 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	if len(fleet.Waves) != 3 || perWave["1 mgmt-a"] == 0 || perWave["1 mgmt-a"] != perWave["1 mgmt-b"] || len(fleet.Unplannable) != 10 ||
 		len(fleet.ManagementClusters) != 2 || fleet.ManagementClusters[0].Clusters != 10 || fleet.ManagementClusters[1].Problems != 5 {
 		t.Errorf("fleet plan over two management clusters: waves %v, %d unplannable, %+v", perWave, len(fleet.Unplannable), fleet.ManagementClusters)
+	}
+
+	// A plan saved across both management clusters is applied across them (here, a dry run that
+	// reaches both preflights: the testdata's clusters are not settled, so it stops there), and
+	// refused without --contexts, naming them.
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := runCapctl(t, "upgrade", "plan", "--kubernetes-version", "v1.33.2", "--all-contexts", "--save", plan); code != 0 {
+		t.Fatalf("plan --save: exit %d: %s", code, errOut)
+	}
+	out, errOut, code = runCapctl(t, "upgrade", "apply", "--plan", plan, "--contexts", "mgmt-a,mgmt-b", "--dry-run")
+	if strings.Contains(errOut, "they need") || !strings.Contains(errOut, "Preflight: cluster-api v1.13.4") || !strings.Contains(errOut, "Preflight: cluster-api v1.14.0") ||
+		!strings.Contains(errOut, "cluster fleet/bravo on mgmt-b is not settled") {
+		t.Errorf("apply --plan --contexts: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, errOut, code = runCapctl(t, "upgrade", "apply", "--plan", plan, "--kubeconfig-context", "mgmt-a", "--dry-run")
+	if code == 0 || !strings.Contains(errOut, "run with --contexts mgmt-a,mgmt-b") {
+		t.Errorf("apply --plan of two management clusters on one: exit %d\n%s", code, errOut)
 	}
 
 	out, errOut, code = runCapctl(t, "upgrade", "plan", "--contexts", "mgmt-b,mgmt-a", "--config", cfg)
