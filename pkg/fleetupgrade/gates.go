@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/capctl/capctl/internal/childproc"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
 )
@@ -213,8 +214,14 @@ func (a *fleetApplier) gateCommand(ctx context.Context, wi, waves int, w FleetWa
 	cmd.Stdout, cmd.Stderr = out, out
 	a.req.Progress("Wave %s: running the gate command", w.Name())
 	start := time.Now()
-	err := cmd.Run()
+	// Its own process group: Ctrl-C ends the command and all it started, and a child it leaves
+	// in the background neither holds the rollout nor outlives the gate.
+	err := childproc.Run(cmd)
 	res := GateResult{Gate: GateCommand, Seconds: since(start), Output: out.lines()}
+	if errors.Is(err, childproc.ErrLeftChildren) {
+		a.req.Progress("Wave %s: %v", w.Name(), err)
+		err = nil
+	}
 	for _, l := range res.Output {
 		a.req.Progress("  gate: %s", l)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -105,6 +106,16 @@ func TestLoadPlanFileRefuses(t *testing.T) {
 		_, _, err := loadPlanFile(context.Background(), write("v.json", body))
 		if err == nil || !strings.Contains(err.Error(), "is not as capctl saved it") || !strings.Contains(err.Error(), `"rollout.gate`) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A FIFO would block the read until someone writes to it; a directory is no plan either.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{fifo: "a FIFO", dir: "a directory", "/dev/zero": "a device"} {
+		if _, _, err := loadPlanFile(context.Background(), path); err == nil || !strings.Contains(err.Error(), "is not a regular file ("+kind+")") {
+			t.Errorf("%s: %v", path, err)
 		}
 	}
 	big := write("big.json", `{"apiVersion":"`+strings.Repeat("x", int(planFileMax))+`"}`)
