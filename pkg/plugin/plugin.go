@@ -50,6 +50,11 @@ func Find(args []string, path string, builtin func(string) bool) (p Plugin, rest
 		if strings.HasPrefix(a, "-") {
 			break
 		}
+		if !wordOfName(a) {
+			// Not a word of a plugin name: a path (`capctl ../../tmp/x` would join to a file
+			// outside PATH's folders), so the name ends before it.
+			break
+		}
 		words = append(words, a)
 	}
 	if len(words) == 0 || builtin(words[0]) {
@@ -69,6 +74,12 @@ func Find(args []string, path string, builtin func(string) bool) (p Plugin, rest
 		}
 	}
 	return Plugin{}, nil, false
+}
+
+// wordOfName tells whether a command-line word can be part of a plugin's name: no path
+// separator and no "..", so that capctl-NAME stays a file name inside a PATH folder.
+func wordOfName(w string) bool {
+	return !strings.ContainsAny(w, `/\`) && !strings.Contains(w, "..") && !strings.ContainsRune(w, filepath.Separator)
 }
 
 // lookPath finds an executable regular file called name in dirs, in order.

@@ -43,6 +43,9 @@ func TestFindOrderAndNames(t *testing.T) {
 	dashed := writeFile(t, b, "capctl-my_tool", script, 0o755)
 	writeFile(t, a, "capctl-notexec", script, 0o644)
 	writeFile(t, a, "capctl-init", script, 0o755)
+	// Not plugins: executables a path in the command's words would reach.
+	writeFile(t, b, "evil", script, 0o755)
+	writeFile(t, filepath.Dir(b), "evil", script, 0o755)
 
 	cases := []struct {
 		args     []string
@@ -55,9 +58,13 @@ func TestFindOrderAndNames(t *testing.T) {
 		{[]string{"foo", "-z", "bar"}, capctlFoo, []string{"-z", "bar"}},
 		{[]string{"my-tool"}, dashed, []string{}},
 		{[]string{"notexec"}, "", nil},
-		{[]string{"init"}, "", nil},    // a built-in always wins
-		{[]string{"--help"}, "", nil},  // flags first: no plugin
-		{[]string{"missing"}, "", nil}, // nothing on PATH
+		{[]string{"init"}, "", nil},                                        // a built-in always wins
+		{[]string{"--help"}, "", nil},                                      // flags first: no plugin
+		{[]string{"missing"}, "", nil},                                     // nothing on PATH
+		{[]string{"../../evil"}, "", nil},                                  // capctl-../../evil is b/evil
+		{[]string{"../../../evil"}, "", nil},                               // and one folder up
+		{[]string{"x/../../../evil"}, "", nil},                             // a path in any form
+		{[]string{"foo", "../../evil"}, capctlFoo, []string{"../../evil"}}, // the name ends before a path
 	}
 	for _, c := range cases {
 		p, rest, ok := Find(c.args, path, builtins("init"))
