@@ -164,7 +164,7 @@ func (f *factory) OptionalCluster(ctx context.Context) (*cluster.Client, error) 
 	if explicit {
 		return nil, err
 	}
-	if errors.Is(err, cluster.ErrUnreachable) || errors.Is(err, cluster.ErrUnauthorized) {
+	if errors.Is(err, cluster.ErrUnreachable) || errors.Is(err, cluster.ErrUnauthorized) || errors.Is(err, cluster.ErrUntrusted) {
 		fmt.Fprintf(f.IO.ErrOut, "Note: %v\n", err)
 	}
 	return nil, nil

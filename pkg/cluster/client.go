@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -363,8 +365,39 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("%w: the API server %s refused the credentials of kubeconfig %s, context %q (%v): the token or certificate is wrong or expired; renew the kubeconfig",
 			ErrUnauthorized, c.Config.Host, c.KubeconfigPath, c.ContextName, err)
 	}
+	if why := untrusted(err); why != "" {
+		// The server answered, with a certificate the kubeconfig does not trust: it is running;
+		// the kubeconfig (or what answers at that address) is what is wrong.
+		return fmt.Errorf("%w: the API server %s answered with a certificate that kubeconfig %s, context %q does not trust (%s: %v): "+
+			"the kubeconfig's certificate-authority-data is not this server's CA, or another server answers at that address; get a current kubeconfig for the cluster (capctl does not skip this check)",
+			ErrUntrusted, c.Config.Host, c.KubeconfigPath, c.ContextName, why, err)
+	}
 	return fmt.Errorf("%w: cannot reach the API server %s (kubeconfig %s, context %q): %v; check that the cluster is running and the kubeconfig is current",
 		ErrUnreachable, c.Config.Host, c.KubeconfigPath, c.ContextName, err)
+}
+
+// ErrUntrusted marks a server that answered the reachability check with a TLS certificate the
+// kubeconfig does not trust.
+var ErrUntrusted = errors.New("management cluster's certificate is not trusted")
+
+// untrusted says why err is a failed verification of the server's certificate (empty when it
+// is not one).
+func untrusted(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "signed by an authority the kubeconfig does not name"
+	case errors.As(err, &host):
+		return "issued for another host name"
+	case errors.As(err, &invalid):
+		return "invalid or expired"
+	case errors.As(err, &verify):
+		return "not verified"
+	}
+	return ""
 }
 
 // REST is a REST client for the server's root paths, on the same connection, rate limits and
