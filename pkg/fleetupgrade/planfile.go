@@ -224,7 +224,13 @@ func planDrift(pf *PlanFile, live *FleetPlan, infos []ClusterInfo, from int) []s
 				continue
 			}
 			if lw := liveWave[ref]; lw != w.Name() {
-				drifts = append(drifts, fmt.Sprintf("cluster %s: now in wave %s, planned in wave %s (its wave label changed)", ref, lw, w.Name()))
+				why := "its wave label changed"
+				if lw == CanaryWave || w.Canary {
+					// No label moved it: the canary is the first clusters of the selection in
+					// order, and the selection changed around it.
+					why = fmt.Sprintf("the canary is the first %d cluster(s) of the selection in order, and clusters were added to or removed from the selection", pf.Rollout.Canary)
+				}
+				drifts = append(drifts, fmt.Sprintf("cluster %s: now in wave %s, planned in wave %s (%s)", ref, lw, w.Name(), why))
 			}
 			if in.ClusterClass != pc.ClusterClass {
 				drifts = append(drifts, fmt.Sprintf("cluster %s: ClusterClass is %s, planned %s", ref, orNone(in.ClusterClass), orNone(pc.ClusterClass)))

@@ -59,6 +59,7 @@ func TestPlanDriftResume(t *testing.T) {
 		t.Errorf("workers off the path: %q", d)
 	}
 	// Management clusters.
+	testCanaryDrift(t)
 	if d := managementDrift(pf, []FleetMember{{Name: "eu-1"}}); len(d) != 1 || !strings.Contains(d[0], "run without --contexts") {
 		t.Errorf("management clusters: %q", d)
 	}
@@ -126,5 +127,34 @@ func TestLoadPlanFileRefuses(t *testing.T) {
 	_, edited, err := loadPlanFile(context.Background(), write("e.json", `{"apiVersion":"capctl.io/v1alpha1","kind":"FleetUpgradePlan","plan":{"kubernetesVersion":"v1.35.0"},"digest":"sha256:00"}`))
 	if err != nil || !strings.Contains(edited, "was edited after it was saved: it says digest sha256:00") {
 		t.Errorf("edited: %q %v", edited, err)
+	}
+}
+
+// testCanaryDrift: a cluster the canary no longer holds because another cluster joined the
+// selection before it is a drift that blames the selection, not a wave label nobody changed.
+func testCanaryDrift(t *testing.T) {
+	t.Helper()
+	info := func(name, uid string) ClusterInfo {
+		return ClusterInfo{Namespace: "p", Name: name, UID: uid, Generation: 1, ControlPlaneVersion: "v1.34.2", WorkerVersions: []string{"v1.34.2"}}
+	}
+	infos := []ClusterInfo{info("b", "u1"), info("c", "u2")}
+	r := Rollout{Canary: 1}
+	planned, err := planWaves(infos, "v1.35.0", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := newPlanFile(planned, FleetSelection{}, nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := append([]ClusterInfo{info("a", "u3")}, infos...)
+	p, err := planWaves(live, "v1.35.0", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := planDrift(pf, p, live, 0)
+	if len(d) != 2 || d[0] != "cluster p/b: now in wave -, planned in wave canary (the canary is the first 1 cluster(s) of the selection in order, and clusters were added to or removed from the selection)" ||
+		!strings.Contains(d[1], "cluster p/a: added to the selection") {
+		t.Errorf("canary drift: %q", d)
 	}
 }
