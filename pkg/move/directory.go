@@ -426,6 +426,9 @@ func restore(ctx context.Context, dst *cluster.Client, dir string, opts Options)
 		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
 	}
 	m := &mover{dst: dst, opts: opts, g: g, tg: tg, moveID: "restore-" + rand.String(8), uids: map[types.UID]types.UID{}}
+	if err := m.strictDryRun(ctx); err != nil {
+		return rep, fmt.Errorf("target cluster %s: %w", dst.Config.Host, err)
+	}
 	if err := m.converge(ctx, existing); err != nil {
 		return rep, fmt.Errorf("%w; %d of %d objects are in the target (paused); re-run the same restore to complete it", err, m.created.Load()+m.updated.Load()+m.present.Load(), g.Count())
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
@@ -261,5 +262,57 @@ func TestRestoreAcceptsSharedClassOfAnotherNamespace(t *testing.T) {
 	other := crafted{"ClusterClass_classes_other.yaml", craftedObj("cluster.x-k8s.io/v1beta2", "ClusterClass", "classes", "other", "u5")}
 	if err := check(append(files, other)); !errors.Is(err, ErrRefusedObjects) || !strings.Contains(err.Error(), "classes/other is outside the backup's namespace team-a") {
 		t.Fatalf("a class no Cluster uses: %v", err)
+	}
+}
+
+// TestRestoreRefusesFieldsTheTargetDrops: a backup whose Cluster holds a field the target's
+// Cluster schema does not have (taken where a newer provider's CRD had it) is refused before its
+// first object is written, naming the object and the field: a plain create would drop the field
+// and the verification would then fail on every re-run.
+func TestRestoreRefusesFieldsTheTargetDrops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs a real API server")
+	}
+	_, dst := sharedPair(t)
+	ctx := testenv.Context(t)
+	cl := craftedObj("cluster.x-k8s.io/v1beta2", "Cluster", "team-drop", "c1", "u1")
+	cl["spec"] = map[string]any{"paused": false, "futureField": "from a newer provider"}
+	cl["status"] = map[string]any{"initialization": map[string]any{"infrastructureProvisioned": true}}
+	sec := craftedObj("v1", "Secret", "team-drop", "c1-kubeconfig", "u2")
+	dir := writeCrafted(t, []crafted{{"Cluster_team-drop_c1.yaml", cl}, {"Secret_team-drop_c1-kubeconfig.yaml", sec}})
+	rewriteScope(t, dir, "team-drop")
+	_, err := FromDirectory(ctx, dst.Client, dir, Options{})
+	if !errors.Is(err, ErrSchemaDrops) || !strings.Contains(err.Error(), `unknown field "spec.futureField"`) || !strings.Contains(err.Error(), "Cluster/team-drop/c1") ||
+		!strings.Contains(err.Error(), "Nothing of the backup was written") {
+		t.Fatalf("restore with a field the target drops: %v", err)
+	}
+	for _, gvk := range []schema.GroupVersionKind{{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterList"}, {Version: "v1", Kind: "SecretList"}} {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk)
+		if err := dst.Client.List(ctx, l, client.InNamespace("team-drop")); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != 0 {
+			t.Errorf("the refused restore wrote %d %s", len(l.Items), gvk.Kind)
+		}
+	}
+}
+
+// rewriteScope sets the crafted backup's namespace (writeCrafted writes team-a).
+func rewriteScope(t *testing.T, dir, ns string) {
+	t.Helper()
+	path := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := &Manifest{}
+	if err := yaml.Unmarshal(b, man); err != nil {
+		t.Fatal(err)
+	}
+	man.Scope.Namespace = ns
+	out, _ := yaml.Marshal(man)
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
