@@ -11,6 +11,8 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/deletion"
+	"github.com/capctl/capctl/pkg/move"
 )
 
 func init() {
@@ -66,6 +68,18 @@ func (o *AuthCanIOptions) complete(args []string) error {
 	return nil
 }
 
+// canI is the one verb of `auth can-i COMMAND`: the command's own, where its permissions depend
+// on what it finds (delete, move: their read-only plan fills the table), else the table's.
+func canI(ctx context.Context, c *cluster.Client, req authz.CanIRequest) (*authz.CanIResult, error) {
+	switch req.Command {
+	case "delete":
+		return deletion.CanI(ctx, c, req)
+	case "move":
+		return move.CanI(ctx, c, req)
+	}
+	return authz.CanI(ctx, req)
+}
+
 // runAuthCanI asks the clusters for the command's permissions and prints what is missing.
 func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
 	c, err := o.Cluster(ctx)
@@ -82,7 +96,7 @@ func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
 		}
 		o.Request.Clusters[authz.Target], o.Request.Hosts[authz.Target] = dst, dst.Config.Host
 	}
-	res, err := authz.CanI(ctx, o.Request)
+	res, err := canI(ctx, c, o.Request)
 	if err != nil {
 		return err
 	}

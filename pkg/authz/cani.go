@@ -17,6 +17,13 @@ type CanIRequest struct {
 	// reported as not checked).
 	Clusters map[Side]client.Client
 	Hosts    map[Side]string
+	// Kinds fills the table's placeholders (EveryMovedKind, ...) from the command's own read-only
+	// plan, as the command fills them before its first write; a placeholder left out is
+	// reported as checked only when the command runs.
+	Kinds map[string][]string
+	// Unreadable are, per side, the kinds that plan could not list: the command would refuse its
+	// incomplete view, so those refused by RBAC are missing permissions too.
+	Unreadable map[Side][]Unreadable
 }
 
 // CanIResult is what each cluster lacks for the command.
@@ -60,7 +67,7 @@ func CanI(ctx context.Context, req CanIRequest) (*CanIResult, error) {
 			if r.Side != side {
 				continue
 			}
-			if strings.HasPrefix(r.Resources[0], "<") {
+			if _, known := req.Kinds[r.Resources[0]]; strings.HasPrefix(r.Resources[0], "<") && !known {
 				sr.RunTime = append(sr.RunTime, fmt.Sprintf("%s %s", strings.Join(r.Verbs, ","), r.Resources[0]))
 				continue
 			}
@@ -68,13 +75,36 @@ func CanI(ctx context.Context, req CanIRequest) (*CanIResult, error) {
 		}
 		if c := req.Clusters[side]; c != nil {
 			sr.Checked = true
-			if sr.Missing, err = Check(ctx, c, static.Permissions(side, Expansion{Namespace: req.Namespace})); err != nil {
+			if sr.Missing, err = Check(ctx, c, static.Permissions(side, Expansion{Namespace: req.Namespace, Kinds: req.Kinds})); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", side, sr.Host, err)
 			}
+			sr.Missing = addUnlisted(sr.Missing, req.Unreadable[side])
 		}
 		res.Sides = append(res.Sides, sr)
 	}
 	return res, nil
+}
+
+// addUnlisted adds to missing the list permissions RBAC refused to the command's read-only plan
+// (once each).
+func addUnlisted(missing []Permission, us []Unreadable) []Permission {
+	seen := map[Permission]bool{}
+	for _, p := range missing {
+		seen[p] = true
+	}
+	for _, u := range us {
+		if !u.Forbidden {
+			continue
+		}
+		g, r := SplitResource(u.Resource)
+		verb, _, _ := strings.Cut(u.Verb, " ")
+		p := Permission{Group: g, Resource: r, Verb: verb, Namespace: u.Namespace}
+		if !seen[p] {
+			seen[p] = true
+			missing = append(missing, p)
+		}
+	}
+	return missing
 }
 
 // Render prints the result as text: per cluster what is missing and the snippet granting it.
@@ -83,8 +113,10 @@ func (r *CanIResult) Render(w io.Writer) error {
 		switch {
 		case !s.Checked:
 			fmt.Fprintf(w, "%s: not checked (name it: --to-kubeconfig for a move's target)\n", s.Side)
-		case len(s.Missing) == 0:
+		case len(s.Missing) == 0 && len(s.RunTime) == 0:
 			fmt.Fprintf(w, "%s %s: yes, capctl %s may do everything it needs here\n", s.Side, s.Host, r.Command)
+		case len(s.Missing) == 0:
+			fmt.Fprintf(w, "%s %s: yes for every permission known before it runs; the rest depends on what it finds then, and it checks them before its first write\n", s.Side, s.Host)
 		default:
 			fmt.Fprintf(w, "%s %s: no, %d permission(s) missing:\n", s.Side, s.Host, len(s.Missing))
 			for _, p := range s.Missing {

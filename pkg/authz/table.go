@@ -202,7 +202,10 @@ func Markdown() string {
 	b.WriteString("Generated from `pkg/authz` (`go test ./pkg/authz -run TestPermissionsDocIsUpToDate -update`); do not edit.\n\n")
 	b.WriteString("`capctl auth can-i COMMAND` checks these on your clusters without changing anything " +
 		"(SelfSubjectAccessReview) and prints a ready Role/ClusterRole for what is missing. `namespace` " +
-		"means the namespace the command works on; `<...>` stands for kinds found at run time.\n\n")
+		"means the namespace the command works on; `<...>` stands for kinds found at run time. For `delete` " +
+		"and `move`, can-i fills them from the same read-only plan the command makes (and names every kind " +
+		"that plan could not list), so a yes is a command that passes its own checks; for the others it " +
+		"says which are left to the run.\n\n")
 	b.WriteString("Destructive commands refuse an incomplete view: `delete` names every kind it could not list, " +
 		"with the verb, before the first delete. `init`, `upgrade apply` (providers), `move`, `delete` and `rollout` check these permissions (SelfSubjectAccessReview, the `<...>` kinds expanded to the objects they will touch) before their first write, in a dry run too, and refuse with every missing permission at once and a ready Role/ClusterRole; nothing is changed. `upgrade apply --kubernetes-version` (the fleet) is not in this table: it sends each cluster's first patch as a server-side dry run before the first real one, which the API server authorizes as the patch itself.\n")
 	b.WriteString(readCommandsDoc)

@@ -3,8 +3,11 @@ package deletion
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
@@ -30,13 +33,15 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 		incomplete bool // refused as an incomplete view
 		preflight  bool // refused by the permission preflight, before the first delete (a viewer, who cannot read the inventory, already there)
 		want       []string
+		// canIMissing is a permission `auth can-i delete` names as missing.
+		canIMissing string
 	}{
 		{user: "no-list-roles", dropped: map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}}, incomplete: true,
-			want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}},
+			want: []string{"roles.rbac.authorization.k8s.io (list", "resources:\n  - roles\n  verbs:\n  - list", "Nothing was changed"}, canIMissing: "list roles.rbac.authorization.k8s.io cluster-wide"},
 		{user: "no-delete-deployments", dropped: map[string][]string{"deployments.apps": {"delete"}}, preflight: true,
-			want: []string{"delete deployments.apps cluster-wide", "kind: ClusterRole", "nothing was changed"}},
+			want: []string{"delete deployments.apps cluster-wide", "kind: ClusterRole", "nothing was changed"}, canIMissing: "delete deployments.apps cluster-wide"},
 		{user: "viewer", role: "view", preflight: true,
-			want: []string{"reading the inventory", "delete providers.clusterctl.cluster.x-k8s.io cluster-wide", "kind: ClusterRole", "capctl auth can-i delete"}},
+			want: []string{"reading the inventory", "delete providers.clusterctl.cluster.x-k8s.io cluster-wide", "kind: ClusterRole", "capctl auth can-i delete"}, canIMissing: "delete providers.clusterctl.cluster.x-k8s.io cluster-wide"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.user, func(t *testing.T) {
@@ -47,6 +52,11 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 			}
 			c := env.User(t, tc.user)
 			before := testenv.Snapshot(t, admin) // after the grant: every object, by resourceVersion
+			// `capctl auth can-i delete` says no, naming what the delete below refuses for.
+			res, err := CanI(ctx, c, authz.CanIRequest{Command: "delete", Clusters: map[authz.Side]client.Client{authz.Management: c}})
+			if err != nil || res.OK() || !strings.Contains(fmt.Sprint(res.Sides[0].Missing), tc.canIMissing) {
+				t.Errorf("can-i delete: %+v %v, want %q missing", res, err, tc.canIMissing)
+			}
 			plan, err := BuildPlan(ctx, c, all)
 			if err == nil {
 				_, err = Apply(ctx, c, plan, 0, nil)
@@ -68,6 +78,10 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	t.Run("operator", func(t *testing.T) {
 		env.GrantAllBut(t, "operator", nil)
 		c := env.User(t, "operator")
+		res, err := CanI(ctx, c, authz.CanIRequest{Command: "delete", Clusters: map[authz.Side]client.Client{authz.Management: c}})
+		if err != nil || !res.OK() || len(res.Sides[0].RunTime) != 0 {
+			t.Errorf("can-i delete for an operator: %+v %v, want a yes with nothing left to the run", res, err)
+		}
 		before := testenv.Snapshot(t, admin)
 		plan, err := BuildPlan(ctx, c, all)
 		if err != nil {

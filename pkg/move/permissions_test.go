@@ -3,6 +3,7 @@ package move
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // TestMoveRefusedForAMissingTargetPermission: an operator of the target who may do everything
@@ -27,6 +29,7 @@ func TestMoveRefusedForAMissingTargetPermission(t *testing.T) {
 
 	dst.GrantAllBut(t, "target-operator", map[string][]string{"dockermachines.infrastructure.cluster.x-k8s.io": {"create"}})
 	operator := dst.User(t, "target-operator")
+	canINames(t, src.Client, operator, ns, authz.Target, "create dockermachines.infrastructure.cluster.x-k8s.io in namespace "+ns)
 	before := snapshot(t, src.Client, ns)
 	_, err := Move(context.Background(), src.Client, operator, Options{Scope: Scope{Namespace: ns}})
 	if !errors.Is(err, ErrPermissions) {
@@ -68,6 +71,13 @@ func refusedBySource(t *testing.T, src, dst *testenv.Env, ns, user string, dropp
 	}
 	src.GrantAllBut(t, user, dropped)
 	operator := src.User(t, user)
+	var missing []string
+	for r, verbs := range dropped {
+		for _, v := range verbs {
+			missing = append(missing, v+" "+r)
+		}
+	}
+	canINames(t, operator, dst.Client, ns, authz.Source, missing...)
 	// Both API servers whole (every object by resourceVersion), not only the namespace.
 	before, dstBefore := testenv.Snapshot(t, src.Client), testenv.Snapshot(t, dst.Client)
 	_, err := Move(context.Background(), operator, dst.Client, Options{Scope: Scope{Namespace: ns}})
@@ -112,4 +122,26 @@ func TestMoveRefusedForMissingSourcePermissions(t *testing.T) {
 		"clusters.cluster.x-k8s.io": {"patch"},
 	}, func(err error) bool { return errors.Is(err, ErrPermissions) },
 		"delete secrets in namespace "+ns, "patch clusters.cluster.x-k8s.io in namespace "+ns, "source", "nothing was changed", "kind: Role")
+}
+
+// canINames checks that `capctl auth can-i move -n ns` says no on side, naming each of missing
+// (a permission's start, "verb resource"), as the move itself then refuses.
+func canINames(t *testing.T, src, dst *cluster.Client, ns string, side authz.Side, missing ...string) {
+	t.Helper()
+	res, err := CanI(context.Background(), src, authz.CanIRequest{Command: "move", Namespace: ns,
+		Clusters: map[authz.Side]client.Client{authz.Source: src, authz.Target: dst}})
+	if err != nil || res.OK() {
+		t.Fatalf("can-i move: %+v %v, want a no", res, err)
+	}
+	for _, sr := range res.Sides {
+		if sr.Side != side {
+			continue
+		}
+		got := fmt.Sprint(sr.Missing)
+		for _, m := range missing {
+			if !strings.Contains(got, m) {
+				t.Errorf("can-i move does not name %q missing on the %s: %s", m, side, got)
+			}
+		}
+	}
 }
