@@ -155,3 +155,11 @@ func Retry(ctx context.Context, b Backoff, fn func() error) error {
 		}
 	}
 }
+
+// CheckRead is capctl's one rule for a read that a check decides on (a rollout's soak, a move's
+// settle): a read that fails transiently is tried again within DefaultBackoff; one that still
+// fails, or fails for good (a permission revoked, the object gone), is returned, and the check
+// must fail on it. A check that cannot read what it checks fails closed, never passes.
+func CheckRead(ctx context.Context, read func(context.Context) error) error {
+	return Retry(ctx, DefaultBackoff, func() error { return read(ctx) })
+}

@@ -109,20 +109,8 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	return res, nil
 }
 
-// gateReadBackoff bounds the retries of a read a gate decides on: a few seconds of a busy or
-// restarting API server are ridden out, a longer silence fails the gate.
-var gateReadBackoff = cluster.DefaultBackoff
-
-// gateRead is the rollout engine's one rule for the reads a gate decides on: a read that fails
-// transiently is tried again within gateReadBackoff; one that still fails, or fails for good (a
-// permission revoked, the object gone), is the gate's failure, never a pass. A check that cannot
-// read what it checks fails closed.
-func gateRead(ctx context.Context, read func(context.Context) error) error {
-	return cluster.Retry(ctx, gateReadBackoff, func() error { return read(ctx) })
-}
-
 // soakCheck reads one cluster and says what is wrong with it (empty: nothing), with the
-// evidence. A read that fails after gateRead's retries is a problem: the soak cannot vouch for
+// evidence. A read that fails after cluster.CheckRead's retries is a problem: the soak cannot vouch for
 // what it could not see. An interrupted read is none (the run stops as interrupted).
 func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baseline map[string]map[string]bool) (string, []string) {
 	unread := func(err error) (string, []string) {
@@ -136,7 +124,7 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 		return "could not be read", []string{"a soak that cannot read what it checks fails: " + err.Error()}
 	}
 	var s ClusterState
-	if err := gateRead(ctx, func(ctx context.Context) (err error) {
+	if err := cluster.CheckRead(ctx, func(ctx context.Context) (err error) {
 		s, err = a.readState(ctx, a.infos[cu.Ref()], cu)
 		return err
 	}); err != nil {
@@ -155,7 +143,7 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 		}
 	}
 	var rep *diagnose.Report
-	if err := gateRead(ctx, func(ctx context.Context) (err error) {
+	if err := cluster.CheckRead(ctx, func(ctx context.Context) (err error) {
 		rep, err = diagnose.Cluster(ctx, a.clients[cu.ManagementCluster], diagnose.Options{Namespace: cu.Namespace, Name: cu.Name})
 		return err
 	}); err != nil {

@@ -148,7 +148,11 @@ func (m *mover) settle(ctx context.Context, g *Graph) (*SettleReport, error) {
 	start := m.opts.Now()
 	m.opts.Log.Info("Watching the moved clusters in the target", "clusters", len(clusters), "period", m.opts.Settle.String())
 	err := cluster.Poll(ctx, m.opts.PollInterval, m.opts.Settle, func(ctx context.Context) (bool, error) {
-		objs, err := listAll(ctx, m.dst, types, namespaces, nil, restoredFieldOwners)
+		var objs []unstructured.Unstructured
+		err := cluster.CheckRead(ctx, func(ctx context.Context) (err error) {
+			objs, err = listAll(ctx, m.dst, types, namespaces, nil, restoredFieldOwners)
+			return err
+		})
 		if err != nil {
 			return false, fmt.Errorf("watching the moved clusters in the target %s: %w", m.dst.Config.Host, err)
 		}

@@ -3,9 +3,11 @@ package move
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,5 +137,49 @@ func TestMoveSettleCheck(t *testing.T) {
 	}
 	if !rep.Verified || len(snapshot(t, src.Client, ns)) != 0 {
 		t.Errorf("the move itself did not complete: verified %v", rep.Verified)
+	}
+}
+
+// TestMoveSettleFailsClosed: when the target user's permission to list Clusters is revoked right
+// after the move, the settle check cannot watch what it checks: it fails naming the read, never
+// reports the clusters settled.
+func TestMoveSettleFailsClosed(t *testing.T) {
+	src, dst := sharedPair(t)
+	ctx := testenv.Context(t)
+	const ns = "settle-blind"
+	src.CreateNamespaces(t, ns)
+	b := &builder{tb: t, c: src.Client, ns: ns}
+	b.addCluster("a", clusterOpts{cpCount: 1})
+	dst.GrantAllBut(t, "settle-watcher", nil)
+	watcher := dst.User(t, "settle-watcher")
+	var hookErr error
+	opts := Options{Scope: Scope{Namespace: ns}, Settle: 30 * time.Second, PollInterval: 200 * time.Millisecond,
+		Hook: func(phase string, _ int) {
+			if phase != "finish" {
+				return
+			}
+			role := &rbacv1.ClusterRole{}
+			if hookErr = dst.Client.Get(ctx, client.ObjectKey{Name: "test-settle-watcher"}, role); hookErr != nil {
+				return
+			}
+			rules := role.Rules[:0]
+			for _, r := range role.Rules {
+				if !(r.APIGroups[0] == gCore && r.Resources[0] == "clusters") {
+					rules = append(rules, r)
+				}
+			}
+			role.Rules = rules
+			hookErr = dst.Client.Update(ctx, role)
+			time.Sleep(time.Second) // the authorizer's cache follows the role
+		}}
+	rep, err := Move(ctx, src.Client, watcher, opts)
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	if err == nil || errors.Is(err, ErrNotSettled) || !strings.Contains(err.Error(), "watching the moved clusters in the target") || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("move: %v (settle %+v)", err, rep.Settle)
+	}
+	if rep.Settle != nil && rep.Settle.Polls > 0 {
+		t.Errorf("the settle check reported %d looks it could not make", rep.Settle.Polls)
 	}
 }
