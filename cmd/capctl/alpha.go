@@ -11,8 +11,6 @@ import (
 	"github.com/capctl/capctl/pkg/rollout"
 )
 
-func init() { registerCommand(newAlphaCmd) }
-
 func newAlphaCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,

@@ -15,12 +15,11 @@ import (
 	"github.com/capctl/capctl/pkg/move"
 )
 
-func init() {
-	registerCommand(func(f *factory) *cobra.Command {
-		auth := &cobra.Command{Use: "auth", Short: "Check what your credentials allow capctl to do"}
-		auth.AddCommand(newCmdAuthCanI(f, nil))
-		return auth
-	})
+// newCmdAuth builds `capctl auth` and its subcommands.
+func newCmdAuth(f *factory) *cobra.Command {
+	auth := &cobra.Command{Use: "auth", Short: "Check what your credentials allow capctl to do"}
+	auth.AddCommand(newCmdAuthCanI(f, nil))
+	return auth
 }
 
 // AuthCanIOptions is `capctl auth can-i COMMAND`.

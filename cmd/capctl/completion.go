@@ -5,8 +5,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { registerCommand(newCmdCompletion) }
-
 func newCmdCompletion(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,

@@ -9,8 +9,6 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() { registerCommand(newCmdConfig) }
-
 func newCmdConfig(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,

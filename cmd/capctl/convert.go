@@ -9,8 +9,6 @@ import (
 	"github.com/capctl/capctl/pkg/convert"
 )
 
-func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdConvert(f, nil) }) }
-
 // ConvertOptions are the flags and arguments of `capctl convert`: Request is the one
 // conversion request.
 type ConvertOptions struct {

@@ -14,10 +14,6 @@ import (
 	"github.com/capctl/capctl/pkg/provider"
 )
 
-func init() {
-	registerCommand(func(f *factory) *cobra.Command { return newCmdDelete(f, nil) })
-}
-
 // DeleteOptions is `capctl delete` parsed from its flags: Request is the one deletion request.
 type DeleteOptions struct {
 	deps

@@ -15,10 +15,6 @@ import (
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
-func init() {
-	registerCommand(func(f *factory) *cobra.Command { return newCmdDescribe(f, nil, nil) })
-}
-
 func newCmdDescribe(f *factory, clusterRunF func(*describeClusterOptions) error, clustersRunF func(*describeClustersOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupTroubleshooting,

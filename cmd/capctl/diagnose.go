@@ -16,16 +16,8 @@ import (
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
-func init() { registerCommand(newDiagnoseCmd) }
-
 // exitProblemsFound is the exit code of `diagnose` when it found problems (README: exit codes).
 const exitProblemsFound = multicluster.ExitProblems
-
-// exitCodeError ends the run with a given exit code and no "Error:" line: the output already
-// said what is wrong.
-type exitCodeError struct{ code int }
-
-func (e exitCodeError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
 
 func newDiagnoseCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{

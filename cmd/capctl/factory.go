@@ -112,19 +112,6 @@ func (f *factory) Members(ctx context.Context, sel multicluster.Selection) ([]mu
 	return multicluster.Open(ctx, opts, sel)
 }
 
-// multiExit ends a multi-management-cluster run with its exit code (multicluster.ExitCode).
-func multiExit(ms []multicluster.ManagementCluster, judge bool) error {
-	return exitCode(multicluster.ExitCode(ms, judge))
-}
-
-// exitCode ends the run with code (multicluster's codes) once the view is printed; nil for ExitOK.
-func exitCode(code int) error {
-	if code != multicluster.ExitOK {
-		return exitCodeError{code: code}
-	}
-	return nil
-}
-
 // deps are what a command's run needs from the factory, as fields so that a test can call run
 // with its own streams and clients (gh's pattern). Commands fill them with f.deps().
 type deps struct {

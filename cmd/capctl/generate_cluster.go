@@ -13,10 +13,6 @@ import (
 	"github.com/capctl/capctl/pkg/templates"
 )
 
-func init() {
-	registerGenerateSubcommand(func(f *factory) *cobra.Command { return newCmdGenerateCluster(f, nil) })
-}
-
 // generateClusterOptions are the flags of `generate cluster`: the request for pkg/templates and
 // how to print its answer.
 type generateClusterOptions struct {

@@ -11,10 +11,6 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() {
-	registerGenerateSubcommand(func(f *factory) *cobra.Command { return newCmdGenerateProvider(f, nil) })
-}
-
 // GenerateProviderOptions is `capctl generate provider` parsed from its flags.
 type GenerateProviderOptions struct {
 	deps

@@ -10,10 +10,6 @@ import (
 	"github.com/capctl/capctl/pkg/templates"
 )
 
-func init() {
-	registerGenerateSubcommand(func(f *factory) *cobra.Command { return newCmdGenerateYAML(f, nil) })
-}
-
 // generateYAMLOptions are the flags of `generate yaml`.
 type generateYAMLOptions struct {
 	deps

@@ -10,8 +10,6 @@ import (
 	"github.com/capctl/capctl/pkg/kubeconfig"
 )
 
-func init() { registerCommand(newCmdGet) }
-
 func newCmdGet(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupManagement,

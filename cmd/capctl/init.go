@@ -12,10 +12,6 @@ import (
 	clusterinit "github.com/capctl/capctl/pkg/init"
 )
 
-func init() {
-	registerCommand(func(f *factory) *cobra.Command { return newCmdInit(f, nil) })
-}
-
 // providerFlags are the provider selection flags of init list-images, its request.
 type providerFlags struct {
 	Selection       clusterinit.Selection

@@ -15,8 +15,6 @@ import (
 	"github.com/capctl/capctl/pkg/move"
 )
 
-func init() { registerCommand(func(f *factory) *cobra.Command { return newCmdMove(f, nil) }) }
-
 // moveOptions are the flags of `capctl move`.
 type moveOptions struct {
 	deps

@@ -10,8 +10,6 @@ import (
 	"github.com/capctl/capctl/pkg/plugin"
 )
 
-func init() { registerCommand(newCmdPlugin) }
-
 func newCmdPlugin(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,

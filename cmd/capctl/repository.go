@@ -10,8 +10,6 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-func init() { registerCommand(newCmdRepository) }
-
 func newCmdRepository(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupOther,

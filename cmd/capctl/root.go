@@ -25,11 +25,28 @@ const (
 	groupOther           = "other"
 )
 
-// commandBuilders are the top-level commands; each command file adds its own in an init func so
-// that adding a command never edits a shared list.
-var commandBuilders []func(*factory) *cobra.Command
-
-func registerCommand(b func(*factory) *cobra.Command) { commandBuilders = append(commandBuilders, b) }
+// topLevelCommands is the command tree's one list: every top-level command, in help order
+// (each group's commands by name). A new command is added here.
+func topLevelCommands(f *factory) []*cobra.Command {
+	return []*cobra.Command{
+		newAlphaCmd(f),
+		newCmdAuth(f),
+		newCmdCompletion(f),
+		newCmdConfig(f),
+		newCmdConvert(f, nil),
+		newCmdDelete(f, nil),
+		newCmdDescribe(f, nil, nil),
+		newDiagnoseCmd(f),
+		newCmdGenerate(f),
+		newCmdGet(f),
+		newCmdInit(f, nil),
+		newCmdMove(f, nil),
+		newCmdPlugin(f),
+		newCmdRepository(f),
+		newCmdUpgrade(f),
+		newCmdVersion(f, nil),
+	}
+}
 
 func newRootCmd(f *factory) *cobra.Command {
 	root := &cobra.Command{
@@ -64,11 +81,7 @@ used in place of clusterctl on the same management clusters.`),
 		"How long to wait for the management cluster to answer before giving up")
 	_ = root.RegisterFlagCompletionFunc("kubeconfig-context", completeContexts(f))
 
-	builders := append([]func(*factory) *cobra.Command(nil), commandBuilders...)
-	cmds := make([]*cobra.Command, 0, len(builders))
-	for _, b := range builders {
-		cmds = append(cmds, b(f))
-	}
+	cmds := topLevelCommands(f)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
 	// Only groups that hold a command get a heading; "other" always does (help, completion).
 	used := map[string]bool{groupOther: true}

@@ -19,8 +19,6 @@ import (
 	"github.com/capctl/capctl/pkg/upgrade"
 )
 
-func init() { registerCommand(newCmdUpgrade) }
-
 func newCmdUpgrade(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		GroupID: groupManagement,

@@ -9,10 +9,6 @@ import (
 	"github.com/capctl/capctl/internal/version"
 )
 
-func init() {
-	registerCommand(func(f *factory) *cobra.Command { return newCmdVersion(f, nil) })
-}
-
 // VersionOptions is `capctl version` parsed from its flags.
 type VersionOptions struct {
 	deps
