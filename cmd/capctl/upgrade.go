@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/diagnose"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
@@ -535,6 +537,7 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, 
 func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	req := *o.Fleet
 	req.Progress = output.NewProgress(o.IO).Step
+	req.Health = soakHealth
 	var rep *fleetupgrade.FleetApplyReport
 	if o.Contexts.Enabled() {
 		members, err := o.Members(ctx, o.Contexts)
@@ -550,4 +553,25 @@ func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	}
 	rep, err = fleetupgrade.ApplyFleet(ctx, c, req)
 	return fleetApplyDone(o, rep, err)
+}
+
+// soakHealth is the fleet soak's health check: `capctl diagnose cluster`'s rules, their warnings
+// and errors, and the kinds they could not read.
+func soakHealth(ctx context.Context, c client.Client, namespace, name string) ([]fleetupgrade.HealthProblem, []string, error) {
+	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{Namespace: namespace, Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []fleetupgrade.HealthProblem
+	for _, f := range rep.Findings {
+		if f.Severity != diagnose.SeverityInfo {
+			problems = append(problems, fleetupgrade.HealthProblem{Key: f.Rule + " " + f.Object, Rule: f.Rule, Summary: f.Summary,
+				Evidence: append([]string{f.Explanation}, f.Evidence...)})
+		}
+	}
+	unread := make([]string, 0, len(rep.Unread))
+	for _, u := range rep.Unread {
+		unread = append(unread, u.String())
+	}
+	return problems, unread, nil
 }

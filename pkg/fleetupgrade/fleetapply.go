@@ -60,6 +60,25 @@ type FleetApplyRequest struct {
 	PollInterval time.Duration
 	// Progress, when set, receives one line per event (a wave starts, a cluster patched, done).
 	Progress func(format string, args ...any)
+	// Health is the soak's look at a cluster beyond its conditions and Machines, wired by the
+	// caller (`capctl upgrade apply`: diagnose's rules); a rollout with a soak needs one.
+	Health HealthCheck
+}
+
+// HealthCheck reports one cluster's problems (warnings and errors) and the kinds it could not
+// read. The soak records what it reports when the soak begins and stops the wave at a new
+// problem; an error, or a kind it could not read, fails the soak (a look that cannot see passes
+// nothing).
+type HealthCheck func(ctx context.Context, c client.Client, namespace, name string) (problems []HealthProblem, unread []string, err error)
+
+// HealthProblem is one problem a HealthCheck found.
+type HealthProblem struct {
+	// Key identifies the problem across looks (its rule and object): one the soak's baseline
+	// holds is not new.
+	Key string
+	// Rule and Summary name it in the stop's reason; Evidence is shown under it.
+	Rule, Summary string
+	Evidence      []string
 }
 
 // Defaults of a FleetApplyRequest (`upgrade apply --timeout` shows DefaultClusterTimeout).
@@ -316,6 +335,9 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest
 	}
 	if err := req.Rollout.Validate(); err != nil { // a saved plan's rollout
 		return req, nil, "", err
+	}
+	if req.Rollout.Soak > 0 && req.Health == nil && !req.DryRun {
+		return req, nil, "", errors.New("a rollout with a soak needs a health check (FleetApplyRequest.Health): without one the soak could not see new problems")
 	}
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultClusterTimeout

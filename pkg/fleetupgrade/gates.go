@@ -15,7 +15,6 @@ import (
 
 	"github.com/capctl/capctl/internal/childproc"
 	"github.com/capctl/capctl/pkg/cluster"
-	"github.com/capctl/capctl/pkg/diagnose"
 )
 
 // Duration is a time.Duration written as "30s" or "2h0m0s" in plan files.
@@ -142,17 +141,18 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 			return fmt.Sprintf("had Machine %s found unhealthy by its MachineHealthCheck", m.GetName()), []string{"Machine " + m.GetName() + " " + conditionLine("HealthCheckSucceeded", st, msg)}
 		}
 	}
-	var rep *diagnose.Report
+	var problems []HealthProblem
+	var unreadKinds []string
 	if err := cluster.CheckRead(ctx, func(ctx context.Context) (err error) {
-		rep, err = diagnose.Cluster(ctx, a.clients[cu.ManagementCluster], diagnose.Options{Namespace: cu.Namespace, Name: cu.Name})
+		problems, unreadKinds, err = a.req.Health(ctx, a.clients[cu.ManagementCluster], cu.Namespace, cu.Name)
 		return err
 	}); err != nil {
 		return unread(fmt.Errorf("diagnosing the cluster: %w", err))
 	}
-	if !rep.Complete() {
-		evidence := make([]string, 0, len(rep.Unread))
-		for _, u := range rep.Unread {
-			evidence = append(evidence, "diagnose could not read "+u.String()+" (a soak that cannot read what it checks fails)")
+	if len(unreadKinds) > 0 {
+		evidence := make([]string, 0, len(unreadKinds))
+		for _, u := range unreadKinds {
+			evidence = append(evidence, "diagnose could not read "+u+" (a soak that cannot read what it checks fails)")
 		}
 		return "could not be diagnosed in full", evidence
 	}
@@ -161,17 +161,13 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 	if first {
 		baseline[ref] = map[string]bool{}
 	}
-	for _, f := range rep.Findings {
-		if f.Severity == diagnose.SeverityInfo {
-			continue
-		}
-		key := f.Rule + " " + f.Object
+	for _, p := range problems {
 		if first {
-			baseline[ref][key] = true
+			baseline[ref][p.Key] = true
 			continue
 		}
-		if !baseline[ref][key] {
-			return fmt.Sprintf("got a new diagnose finding %s: %s", f.Rule, f.Summary), append([]string{f.Explanation}, f.Evidence...)
+		if !baseline[ref][p.Key] {
+			return fmt.Sprintf("got a new diagnose finding %s: %s", p.Rule, p.Summary), p.Evidence
 		}
 	}
 	return "", nil

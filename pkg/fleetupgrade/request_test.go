@@ -1,8 +1,10 @@
 package fleetupgrade
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFleetRequestsValidate(t *testing.T) {
@@ -50,5 +52,18 @@ func TestFleetRequestsComplete(t *testing.T) {
 	}
 	if got := (Rollout{}).parallel(10); got != DefaultMaxParallel {
 		t.Errorf("default parallel %d", got)
+	}
+}
+
+// TestSoakNeedsAHealthCheck: a rollout with a soak and no health check wired is refused before
+// anything is read (the soak could not see new problems); a dry run does not soak.
+func TestSoakNeedsAHealthCheck(t *testing.T) {
+	req := FleetApplyRequest{KubernetesVersion: "v1.35.1", Rollout: Rollout{Soak: Duration(time.Minute)}}
+	if _, _, _, err := resolveApply(context.Background(), req); err == nil || !strings.Contains(err.Error(), "a rollout with a soak needs a health check") {
+		t.Errorf("no health check: %v", err)
+	}
+	req.DryRun = true
+	if _, _, _, err := resolveApply(context.Background(), req); err != nil {
+		t.Errorf("dry run: %v", err)
 	}
 }

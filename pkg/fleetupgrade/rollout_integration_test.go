@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/diagnose"
 )
 
 // progressLines collects a run's progress lines.
@@ -138,7 +139,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 		gate := fmt.Sprintf(`echo "$CAPCTL_WAVE $CAPCTL_WAVE_INDEX/$CAPCTL_WAVES $CAPCTL_CLUSTERS $CAPCTL_KUBERNETES_VERSION" >> %s; test -f %s || { echo "smoke test failed on $CAPCTL_CLUSTERS"; exit 3; }`, log, ok)
 		var p progressLines
 		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "g"},
-			Rollout: Rollout{Canary: 1, MaxParallel: 2, Soak: Duration(time.Second), GateCommand: gate},
+			Rollout: Rollout{Canary: 1, MaxParallel: 2, Soak: Duration(time.Second), GateCommand: gate}, Health: diagnoseHealth,
 			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond, Progress: p.add}
 		rep, err := ApplyFleet(ctx, c, req)
 		if !errors.Is(err, ErrFleetStopped) || rep.Stop == nil {
@@ -181,7 +182,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 	soakRunAs := func(t *testing.T, c client.Client, ns string, during func()) *FleetStop {
 		t.Helper()
 		var once sync.Once
-		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)},
+		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)}, Health: diagnoseHealth,
 			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
 		req.Progress = func(format string, args ...any) {
 			if strings.Contains(fmt.Sprintf(format, args...), "soaking") {
@@ -324,7 +325,7 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 	var p progressLines
 	stopped := make(chan time.Time, 1)
 	// A soak far longer than the test: only a failed soak ends it in time.
-	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "down"}, Rollout: Rollout{Soak: Duration(10 * time.Minute)},
+	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "down"}, Rollout: Rollout{Soak: Duration(10 * time.Minute)}, Health: diagnoseHealth,
 		Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
 	req.Progress = func(format string, args ...any) {
 		p.add(format, args...)
@@ -336,7 +337,10 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 	if !errors.Is(err, ErrFleetStopped) || rep == nil || rep.Stop == nil || rep.Stop.Gate != GateSoak {
 		t.Fatalf("err = %v, report %+v", err, rep)
 	}
-	if rep.Stop.Reason != "cluster down/x could not be read during the soak" || !strings.Contains(fmt.Sprint(rep.Stop.Details), "connection refused") {
+	// Where the server went away decides which read saw it first: the cluster's own reads (could
+	// not be read) or the health check's (a reference it cannot read): either stops the wave.
+	if r := rep.Stop.Reason; (r != "cluster down/x could not be read during the soak" && !strings.HasPrefix(r, "cluster down/x got a new diagnose finding reference-missing:")) ||
+		!strings.Contains(fmt.Sprint(rep.Stop.Details), "connection refused") {
 		t.Errorf("stop %+v", rep.Stop)
 	}
 	if g := rep.Waves[0].Gates; len(g) != 1 || g[0].Passed {
@@ -353,4 +357,24 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 	if p.has("soak passed") {
 		t.Errorf("the soak passed: %q", p.lines)
 	}
+}
+
+// diagnoseHealth wires diagnose's rules into the soak as `capctl upgrade apply` does (its
+// soakHealth), for the tests that call ApplyFleet directly.
+func diagnoseHealth(ctx context.Context, c client.Client, namespace, name string) ([]HealthProblem, []string, error) {
+	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{Namespace: namespace, Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []HealthProblem
+	for _, f := range rep.Findings {
+		if f.Severity != diagnose.SeverityInfo {
+			problems = append(problems, HealthProblem{Key: f.Rule + " " + f.Object, Rule: f.Rule, Summary: f.Summary, Evidence: append([]string{f.Explanation}, f.Evidence...)})
+		}
+	}
+	var unread []string
+	for _, u := range rep.Unread {
+		unread = append(unread, u.String())
+	}
+	return problems, unread, nil
 }
