@@ -8,13 +8,20 @@
 #
 # Environment: CAPCTL (the capctl binary; default: build bin/capctl), CAPCTL_ENVTEST_DIR,
 # CAPCTL_CAPI_BINS (binaries from `make live-bins`), CAPCTL_FIXTURES (the upstream provider
-# repository), DEMO_KEEP=1 (keep the work folder and logs).
+# repository; default: ../shared/fixtures beside the checkout, else what `make fixtures` built in
+# CAPCTL_FIXTURES_CACHE), DEMO_KEEP=1 (keep the work folder and logs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 BIN="${CAPCTL_ENVTEST_DIR:-${KUBEBUILDER_ASSETS:-${XDG_CACHE_HOME:-$HOME/.cache}/capctl/envtest/${K8S_VERSION}}}"
-FIXTURES="${CAPCTL_FIXTURES:-$ROOT/../shared/fixtures}"
+FIXTURES_CACHE="${CAPCTL_FIXTURES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capctl/fixtures}"
+FIXTURES="${CAPCTL_FIXTURES:-}"
+if [[ -z "$FIXTURES" ]]; then
+  # The same order as testenv.FixturesDir; hack/fixtures.sh writes .stamps/complete last.
+  FIXTURES="$ROOT/../shared/fixtures"
+  [[ -d "$FIXTURES/repository" || ! -f "$FIXTURES_CACHE/.stamps/complete" ]] || FIXTURES="$FIXTURES_CACHE"
+fi
 CAPCTL="${CAPCTL:-}"
 WL_K8S=v1.34.2 WL_K8S_NEXT=v1.35.0
 
@@ -24,7 +31,7 @@ note() { printf '%s%s%s\n' "$DIM" "$*" "$RST"; }
 die()  { echo "demo: $*" >&2; exit 1; }
 
 [[ -x "$BIN/kubectl" ]] || die "$BIN/kubectl not found: run \`make envtest-bins\` first"
-[[ -d "$FIXTURES/repository" ]] || die "the upstream provider repository is not at $FIXTURES/repository: set CAPCTL_FIXTURES"
+[[ -d "$FIXTURES/repository" ]] || die "the upstream provider repository is not at $FIXTURES/repository nor built in $FIXTURES_CACHE: run \`make fixtures\` (or set CAPCTL_FIXTURES)"
 FIXTURES="$(cd "$FIXTURES" && pwd -P)"
 if [[ -z "$CAPCTL" ]]; then
   (cd "$ROOT" && go build -o bin/capctl ./cmd/capctl)

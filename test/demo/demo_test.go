@@ -22,7 +22,7 @@ func TestDemoScript(t *testing.T) {
 		t.Skip("end-to-end test: starts two live management clusters")
 	}
 	livemgmt.RequireBinaries(t, livemgmt.ManagerVersions[0])
-	testenv.FixturesDir(t)
+	fixtures := testenv.FixturesDir(t)
 	root := testenv.RepoRoot()
 	// The demo shows what the controllers do: it must never write status or remove webhooks.
 	script, err := os.ReadFile(filepath.Join(root, "hack", "demo.sh"))
@@ -46,7 +46,7 @@ func TestDemoScript(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CAPCTL="+bin, "NO_COLOR=1", "CAPCTL_ENVTEST_DIR="+testenv.AssetsDir(),
-		"CAPCTL_CAPI_BINS="+livemgmt.ManagersDir())
+		"CAPCTL_CAPI_BINS="+livemgmt.ManagersDir(), "CAPCTL_FIXTURES="+fixtures)
 	// On timeout, SIGTERM lets the script's trap stop the management clusters it started.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second

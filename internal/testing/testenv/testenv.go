@@ -241,18 +241,60 @@ func (e *Env) InstallCRDs(tb testing.TB, paths ...string) {
 	}
 }
 
-// FixturesDir is the shared folder of upstream Cluster API fixtures: $CAPCTL_FIXTURES, else
-// ../shared/fixtures beside the checkout. Where it is absent (someone else's clone) tests that need
-// it skip, saying so, or fail under CI=true, which always has it (Require).
+// FixturesDir is the folder of upstream Cluster API fixtures (repository/, crds/), the first of:
+// $CAPCTL_FIXTURES; ../shared/fixtures beside the checkout, where it has a repository/; the folder
+// `make fixtures` (hack/fixtures.sh) builds from the Go module proxy, FixturesCacheDir, once its
+// build is complete. Where none is found (a bare clone before `make fixtures`) tests that need it
+// skip, saying so, or fail under CI=true (Require).
 func FixturesDir(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("CAPCTL_FIXTURES")
-	if dir == "" {
-		dir = filepath.Join(RepoRoot(), "..", "shared", "fixtures")
-	}
-	_, err := os.Stat(filepath.Join(dir, "repository"))
-	Require(tb, "the upstream Cluster API fixtures (repository/, crds/) at "+dir+" (set CAPCTL_FIXTURES to their folder)", "", err == nil)
+	dir, where := findFixtures()
+	Require(tb, "the upstream Cluster API fixtures (repository/, crds/): "+where, "fixtures", dir != "")
 	return dir
+}
+
+// SharedFixturesDir is ../shared/fixtures beside the checkout (it may not exist).
+func SharedFixturesDir() string {
+	return filepath.Join(RepoRoot(), "..", "shared", "fixtures")
+}
+
+// FixturesCacheDir is where hack/fixtures.sh builds the fixtures: $CAPCTL_FIXTURES_CACHE, else
+// <user cache>/capctl/fixtures.
+func FixturesCacheDir() string {
+	if d := os.Getenv("CAPCTL_FIXTURES_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(cacheDir(), "capctl", "fixtures")
+}
+
+// FixturesBuilt reports whether hack/fixtures.sh finished a build in dir: it writes
+// .stamps/complete last, so a killed build is not taken for a complete one.
+func FixturesBuilt(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ".stamps", "complete"))
+	return err == nil && isDir(filepath.Join(dir, "repository"))
+}
+
+// findFixtures returns the fixtures folder, or "" and where it was looked for.
+func findFixtures() (dir, where string) {
+	if d := os.Getenv("CAPCTL_FIXTURES"); d != "" {
+		if isDir(filepath.Join(d, "repository")) {
+			return d, ""
+		}
+		return "", "no repository/ in $CAPCTL_FIXTURES=" + d
+	}
+	if d := SharedFixturesDir(); isDir(filepath.Join(d, "repository")) {
+		return d, ""
+	}
+	if d := FixturesCacheDir(); FixturesBuilt(d) {
+		return d, ""
+	}
+	return "", fmt.Sprintf("not in %s, nor built in %s (set CAPCTL_FIXTURES to a folder of them)",
+		SharedFixturesDir(), FixturesCacheDir())
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // Context returns a context that ends with the test.
