@@ -37,6 +37,14 @@ CAPI_E2E_SETS    ?= v1.13.5:v1.13.7 v1.10.10
 CAPI_SETS        ?= $(CAPI_DEMO_SETS) $(CAPI_E2E_SETS)
 export CAPCTL_CAPI_BINS
 
+# The upstream Cluster API fixtures the tests and the demo read (testenv.FixturesDir): a clusterctl
+# local repository and CRDs, built by hack/fixtures.sh from the Go module proxy into the cache.
+# $CAPCTL_FIXTURES or ../shared/fixtures, where present, are read first; the targets below build the
+# cache all the same (a second of stamp checks once built) so that the build and its comparison with
+# the shared folder (internal/testing/testenv) run wherever the tests run.
+CAPCTL_FIXTURES_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/fixtures
+export CAPCTL_FIXTURES_CACHE
+
 # The test tiers (docs/development.md): unit (-short, no servers), integration (envtest API servers
 # and the reference clusterctl: every package but the live ones) and e2e (live management
 # clusters). test/e2e comes first so that it, the longest, starts first.
@@ -53,7 +61,7 @@ E2E_TIMEOUT         ?= 45m
 TEST_LOG_DIR        ?=
 BENCH               ?= .
 
-.PHONY: help build install test unit integration e2e envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin clean
+.PHONY: help build install test unit integration e2e prereqs fixtures envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -63,6 +71,12 @@ build: ## Build bin/capctl with the version stamped in
 
 install: ## go install capctl with the version stamped in
 	go install -ldflags "$(LDFLAGS)" ./cmd/capctl
+
+prereqs: ## Check Go, free disk, root and ip, and the fixtures before the long builds (hack/prereqs.sh; PREREQS_TARGET=demo|test|integration)
+	@hack/prereqs.sh $(or $(PREREQS_TARGET),test)
+
+fixtures: ## Build the upstream Cluster API fixtures (repository/, crds/) from the Go module proxy into the cache (idempotent)
+	@hack/fixtures.sh "$(CAPCTL_FIXTURES_CACHE)" >/dev/null
 
 envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy into the cache (idempotent)
 	@K8S_VERSION=$(K8S_VERSION) hack/envtest-bins.sh "$(CAPCTL_ENVTEST_DIR)"
@@ -77,7 +91,7 @@ live-bins: envtest-bins ## Build the Cluster API managers (every set), kube-cont
 demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
 	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-test: envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
+test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
 	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
 	  integration "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
@@ -85,10 +99,10 @@ test: envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: g
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
 
-integration: envtest-bins clusterctl-bin operator-plugin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
+integration: fixtures envtest-bins clusterctl-bin operator-plugin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
 	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
-e2e: live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
+e2e: fixtures live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
 	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures
@@ -99,7 +113,8 @@ bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clus
 bench-describe: envtest-bins clusterctl-bin ## describe cluster, capctl vs clusterctl on one API server: median s, requests, peak RSS
 	go test -run '^$$' -bench 'BenchmarkDescribeCluster$$' -benchtime 1x -timeout 60m ./pkg/describe/
 
-demo: demo-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
+demo: PREREQS_TARGET = demo
+demo: prereqs fixtures demo-bins build ## Run the end-to-end demo on two live management clusters (real Cluster API controllers)
 	@if [ -x hack/demo.sh ]; then CAPCTL=$(CURDIR)/bin/capctl hack/demo.sh; else echo "the demo is not built yet (see README)"; exit 1; fi
 
 examples: ## Regenerate the demo's provider repository (examples/repository) with controller-gen
