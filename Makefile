@@ -10,7 +10,7 @@ VERSION_PKG  := github.com/capctl/capctl/internal/version
 LDFLAGS      := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
                 -X $(VERSION_PKG).gitTreeState=$(TREE_STATE) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-# Where hack/envtest-bins.sh puts kube-apiserver, etcd and kubectl (shared by every clone).
+# Where hack/envtest-bins.sh puts kube-apiserver, etcd, kubectl and kube-controller-manager (shared by every clone).
 K8S_VERSION        ?= v1.37.2
 CAPCTL_ENVTEST_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/envtest/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(CAPCTL_ENVTEST_DIR)
@@ -78,7 +78,7 @@ prereqs: ## Check Go, free disk, root and ip, and the fixtures before the long b
 fixtures: ## Build the upstream Cluster API fixtures (repository/, crds/) from the Go module proxy into the cache (idempotent)
 	@hack/fixtures.sh "$(CAPCTL_FIXTURES_CACHE)" >/dev/null
 
-envtest-bins: ## Build kube-apiserver, etcd and kubectl from the Go module proxy into the cache (idempotent)
+envtest-bins: ## Build kube-apiserver, etcd, kubectl and kube-controller-manager from the Go module proxy into the cache (idempotent)
 	@K8S_VERSION=$(K8S_VERSION) hack/envtest-bins.sh "$(CAPCTL_ENVTEST_DIR)"
 
 clusterctl-bin: ## Build the reference clusterctl for the compatibility tests (idempotent)

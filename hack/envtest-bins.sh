@@ -5,16 +5,17 @@
 #
 # Usage: hack/envtest-bins.sh [DIR]     (default: $CAPCTL_ENVTEST_DIR or ~/.cache/capctl/envtest/<k8s>)
 #
-# K8S_CMDS names the k8s.io/kubernetes/cmd/* commands to build (default: kube-apiserver kubectl);
-# hack/live-bins.sh sets it to kube-controller-manager so the live management clusters get one
-# from the same Kubernetes module, built the same way.
+# K8S_CMDS names the k8s.io/kubernetes/cmd/* commands to build (default: kube-apiserver kubectl
+# kube-controller-manager: the live management clusters run the last beside the API server). They
+# compile mostly the same packages, so they are built by one `go build` (one package graph, the
+# shared packages compiled once and the two cores kept busy) rather than one after another.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 STAGING_VERSION="v0${K8S_VERSION#v1}" # v1.37.2 -> v0.37.2
 DIR="${1:-${CAPCTL_ENVTEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/capctl/envtest/${K8S_VERSION}}}"
-K8S_CMDS="${K8S_CMDS:-kube-apiserver kubectl}"
+K8S_CMDS="${K8S_CMDS:-kube-apiserver kubectl kube-controller-manager}"
 
 missing_cmds() {
   local c
@@ -81,10 +82,15 @@ if [[ -n "${todo// /}" ]]; then
   (
     cd "$work/k8s"
     go mod tidy -e >/dev/null 2>&1 || go mod tidy
-    for c in $todo; do
-      go build -trimpath -ldflags "$ld" -o "$DIR/$c.tmp" "k8s.io/kubernetes/cmd/$c"
-    done
+    pkgs=()
+    for c in $todo; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+    mkdir -p "$work/out"
+    go build -trimpath -ldflags "$ld" -o "$work/out/" "${pkgs[@]}"
   )
-  for c in $todo; do mv "$DIR/$c.tmp" "$DIR/$c"; done
+  # Copied next to their place, then renamed: a killed copy never leaves a half binary in DIR.
+  for c in $todo; do
+    cp "$work/out/$c" "$DIR/$c.tmp"
+    mv "$DIR/$c.tmp" "$DIR/$c"
+  done
 fi
 echo "$DIR"

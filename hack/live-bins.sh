@@ -101,11 +101,10 @@ build_set() {
   return $rc
 }
 
-# kube-controller-manager first only when kube-apiserver is already there (its module cache and
-# build cache are then warm); otherwise envtest-bins builds everything it needs.
+# kube-controller-manager is built by envtest-bins with kube-apiserver and kubectl, in one go build
+# (a no-op when they are there).
 k8s() {
   K8S_VERSION="$K8S_VERSION" hack/envtest-bins.sh "$ENVTEST_DIR" >/dev/null
-  K8S_VERSION="$K8S_VERSION" K8S_CMDS=kube-controller-manager hack/envtest-bins.sh "$ENVTEST_DIR" >/dev/null
   log "kube-controller-manager ready in $ENVTEST_DIR"
 }
 
