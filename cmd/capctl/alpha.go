@@ -87,9 +87,6 @@ func newCmdRollout(f *factory, action rollout.Action, runF func(*RolloutOptions)
 // management cluster is contacted.
 func (o *RolloutOptions) complete(args []string) error {
 	o.Resources = args
-	if err := validateNamespace(o.Namespace); err != nil {
-		return err
-	}
 	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
@@ -98,11 +99,8 @@ func (o *describeClusterOptions) complete(args []string) error {
 	if o.flags.Changed("color") {
 		o.Color = &o.color
 	}
-	if err := validateClusterRef(o.Describe.Name, o.Describe.Namespace); err != nil {
-		return err
-	}
-	if err := describe.ValidateShowConditions(o.Describe.ShowConditions); err != nil {
-		return usageErrorf("%v", err)
+	if err := o.Describe.Validate(); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
@@ -187,8 +185,8 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 
 // complete checks the namespace and the management clusters chosen, before any is contacted.
 func (o *describeClustersOptions) complete([]string) error {
-	if err := validateNamespace(o.Namespace); err != nil {
-		return err
+	if err := cluster.CheckNamespace(o.Namespace); err != nil {
+		return usageError{err}
 	}
 	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
 		return err

@@ -105,7 +105,10 @@ func (o *DiagnoseClusterOptions) complete(args []string) error {
 	if o.flags.Changed("color") {
 		o.Color = &o.color
 	}
-	return validateClusterRef(o.Name, o.Namespace)
+	if err := o.Options.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // runDiagnoseCluster makes the one diagnose.Cluster call and prints the report.
@@ -182,9 +185,6 @@ read), 1 the diagnosis itself failed.`),
 func (o *DiagnoseClustersOptions) complete([]string) error {
 	if o.flags.Changed("color") {
 		o.Color = &o.color
-	}
-	if err := validateNamespace(o.Namespace); err != nil {
-		return err
 	}
 	if err := o.FleetOptions.Validate(); err != nil {
 		return usageError{err}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/kubeconfig"
 )
 
@@ -66,7 +67,10 @@ func newCmdGetKubeconfig(f *factory, runF func(*GetKubeconfigOptions) error) *co
 // complete takes the cluster's name and checks it, before any cluster is contacted.
 func (o *GetKubeconfigOptions) complete(args []string) error {
 	o.ClusterName = args[0]
-	return validateClusterRef(o.ClusterName, o.Namespace)
+	if err := cluster.CheckClusterRef(o.ClusterName, o.Namespace); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // runGetKubeconfig makes the one kubeconfig.Get call and prints or writes the kubeconfig.

@@ -114,9 +114,6 @@ contract than the source is refused.`),
 // complete builds the one move request from the flags and the global ones and checks it, before
 // anything connects.
 func (o *moveOptions) complete([]string) error {
-	if err := validateNamespace(o.namespace); err != nil {
-		return err
-	}
 	maxBackup, err := userinput.ParseSize(o.maxBackupSize)
 	if err != nil {
 		return usageErrorf("--max-backup-size: %v", err)

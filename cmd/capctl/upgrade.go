@@ -175,9 +175,6 @@ func (o *UpgradePlanOptions) complete([]string) error {
 	if o.KubernetesVersion == "" {
 		return nil
 	}
-	if err := validateNamespace(o.Selection.Namespace); err != nil {
-		return err
-	}
 	if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
 		return usageError{err}
 	}
@@ -401,9 +398,6 @@ func (o *UpgradeApplyOptions) complete([]string) error {
 func (o *UpgradeApplyOptions) completeFleet() error {
 	req := &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
 	if o.plan == "" {
-		if err := validateNamespace(o.selection.Namespace); err != nil {
-			return err
-		}
 		if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
 			return usageError{err}
 		}

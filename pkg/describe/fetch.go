@@ -56,6 +56,15 @@ type Options struct {
 	V1Beta1 bool
 }
 
+// Validate checks the request before any cluster is contacted: the cluster's name and namespace
+// (cluster.CheckClusterRef) and --show-conditions.
+func (o Options) Validate() error {
+	if err := cluster.CheckClusterRef(o.Name, o.Namespace); err != nil {
+		return err
+	}
+	return ValidateShowConditions(o.ShowConditions)
+}
+
 // Reader is what describe needs from a management-cluster connection (*cluster.Client has it).
 type Reader interface {
 	client.Reader

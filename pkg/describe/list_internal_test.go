@@ -24,3 +24,21 @@ func TestDecodeList(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionsValidate: the request of `describe cluster` refuses a name or namespace that cannot
+// name an object, and a bad --show-conditions, as the command does.
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Name: "c1", Namespace: "team-a", ShowConditions: "all"}, ""},
+		{Options{Name: "C1"}, `invalid cluster name "C1"`},
+		{Options{Name: "c1", Namespace: "../x"}, `invalid namespace "../x"`},
+	} {
+		err := tc.o.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}

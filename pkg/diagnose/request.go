@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/inventory"
 )
@@ -21,11 +22,18 @@ const DefaultConcurrency = 16
 
 // Validate checks the fleet options without any I/O; its errors name the flags.
 func (o FleetOptions) Validate() error {
+	if err := cluster.CheckNamespace(o.Namespace); err != nil {
+		return err
+	}
 	if o.Concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1")
 	}
 	return nil
 }
+
+// Validate checks the request of `diagnose cluster` before any cluster is contacted: the
+// cluster's name and namespace (cluster.CheckClusterRef).
+func (o Options) Validate() error { return cluster.CheckClusterRef(o.Name, o.Namespace) }
 
 // Cluster diagnoses one cluster: it reads the management side once, then the cluster (and its
 // workload cluster when opts.Workload), and runs the rules. A management side that cannot be read

@@ -5,6 +5,20 @@ import (
 	"testing"
 )
 
+// TestOptionsValidateNames: a library caller gets the command's answer for a name or namespace
+// that cannot name an object.
+func TestOptionsValidateNames(t *testing.T) {
+	if err := (Options{Name: "c1", Namespace: "team-a"}).Validate(); err != nil {
+		t.Errorf("valid: %v", err)
+	}
+	if err := (Options{Name: "C_1"}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid cluster name "C_1"`) {
+		t.Errorf("bad name: %v", err)
+	}
+	if err := (FleetOptions{Options: Options{Namespace: "a/b"}, Concurrency: 1}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid namespace "a/b"`) {
+		t.Errorf("bad namespace: %v", err)
+	}
+}
+
 func TestFleetOptionsValidate(t *testing.T) {
 	if err := (FleetOptions{Concurrency: DefaultConcurrency}).Validate(); err != nil {
 		t.Errorf("default: %v", err)

@@ -559,6 +559,9 @@ func minorMajor(v string) uint64 {
 
 // SelectFleet keeps the clusters of the selection's namespace whose labels match its selector.
 func SelectFleet(infos []ClusterInfo, sel FleetSelection) ([]ClusterInfo, error) {
+	if err := cluster.CheckNamespace(sel.Namespace); err != nil {
+		return nil, err
+	}
 	s := labels.Everything()
 	if sel.Selector != "" {
 		var err error

@@ -17,6 +17,8 @@ func TestFleetRequestsValidate(t *testing.T) {
 		{FleetApplyRequest{KubernetesVersion: "1.35.1", Selection: FleetSelection{Selector: "env=prod"}}.Validate(), ""},
 		{FleetApplyRequest{Plan: "p.json", Timeout: -1}.Validate(), ""},
 		{FleetApplyRequest{KubernetesVersion: "v1.35"}.Validate(), "v1.35"},
+		{FleetApplyRequest{KubernetesVersion: "v1.35.1", Selection: FleetSelection{Namespace: "Prod_EU"}}.Validate(), `invalid namespace "Prod_EU"`},
+		{FleetPlanRequest{KubernetesVersion: "v1.35.1", Selection: FleetSelection{Namespace: "a/b"}}.Validate(), `invalid namespace "a/b"`},
 		{FleetApplyRequest{KubernetesVersion: "v1.35.1", Selection: FleetSelection{Selector: "a b"}}.Validate(), `--selector "a b"`},
 		{FleetApplyRequest{KubernetesVersion: "v1.35.1", Rollout: Rollout{Canary: -1}}.Validate(), "--canary"},
 		{FleetApplyRequest{KubernetesVersion: "v1.35.1", Rollout: Rollout{Window: "someday"}}.Validate(), "someday"},

@@ -58,6 +58,9 @@ type Result struct {
 
 // Validate checks the request before anything connects.
 func (r Request) Validate() error {
+	if err := cluster.CheckNamespace(r.Scope.Namespace); err != nil {
+		return err
+	}
 	switch {
 	case r.Abandon && (r.DryRun || r.Resume || r.RestartTarget || r.FromDirectory != "" || r.ToDirectory != "" || r.PlanReplacement):
 		return fmt.Errorf("--abandon undoes an unfinished move: it cannot be combined with --dry-run, --resume, --restart-target, --plan-replacement or a directory (pass -n, and --to-kubeconfig for the move's target)")

@@ -115,6 +115,7 @@ func TestScopeResolveAndRequestValidate(t *testing.T) {
 		{Request{Source: cluster.Options{Kubeconfig: "k"}, Target: target, FromDirectory: "d"}, "--kubeconfig (the source) cannot be used with it"},
 		{Request{Source: cluster.Options{Kubeconfig: "./t"}, Target: target}, "is the source kubeconfig"},
 		{Request{DryRun: true, Options: Options{Scope: Scope{Namespace: "a", Clusters: []string{"b/c"}}}}, "not in namespace"},
+		{Request{Target: target, Options: Options{Scope: Scope{Namespace: "Team_A"}}}, `invalid namespace "Team_A"`},
 	} {
 		if err := tc.req.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)

@@ -72,6 +72,9 @@ type Request struct {
 
 // Validate checks the request before any cluster call.
 func (r *Request) Validate() error {
+	if err := cluster.CheckNamespace(r.Namespace); err != nil {
+		return err
+	}
 	switch r.Action {
 	case Restart, Pause, Resume:
 	default:

@@ -32,6 +32,7 @@ func TestRequestValidate(t *testing.T) {
 		{Request{Action: Pause, All: true, Resources: []string{"md/x"}}, "not both"},
 		{Request{Action: Pause, Cluster: "c", Resources: []string{"md/x"}}, "--cluster limits --all or --selector"},
 		{Request{Action: Pause, Selector: "a in (b"}, "invalid --selector"},
+		{Request{Action: Pause, All: true, Namespace: "Team_A"}, `invalid namespace "Team_A"`},
 	} {
 		err := tc.req.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
