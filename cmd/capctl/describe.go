@@ -123,7 +123,7 @@ func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 		if err != nil {
 			return nil, err
 		}
-		complete = t.Complete()
+		complete = !t.Partial()
 		var buf bytes.Buffer
 		err = output.Render(&buf, o.Output, t, func(w io.Writer) error {
 			return describe.Render(w, t, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})

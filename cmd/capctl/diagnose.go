@@ -132,7 +132,7 @@ func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
 	if err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(rep.Complete(), !rep.Healthy, true))
+	return exitCode(multicluster.ViewExit(!rep.Partial(), !rep.Healthy, true))
 }
 
 // DiagnoseClustersOptions are the flags of `diagnose clusters`: FleetOptions is the one
@@ -221,7 +221,7 @@ func runDiagnoseClusters(ctx context.Context, o *DiagnoseClustersOptions) error 
 	if err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(fr.Complete(), !fr.Healthy, true))
+	return exitCode(multicluster.ViewExit(!fr.Partial(), !fr.Healthy, true))
 }
 
 // runDiagnoseClustersEach diagnoses the clusters of several management clusters as one view.
@@ -239,5 +239,5 @@ func runDiagnoseClustersEach(ctx context.Context, o *DiagnoseClustersOptions) er
 	}); err != nil {
 		return err
 	}
-	return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, v.Complete(), true))
+	return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, !v.Partial(), true))
 }

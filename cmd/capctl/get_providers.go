@@ -67,7 +67,7 @@ func runGetProviders(ctx context.Context, o *GetProvidersOptions) error {
 		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return diagnose.RenderProvidersView(w, v) }); err != nil {
 			return err
 		}
-		return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, v.Complete(), false))
+		return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, !v.Partial(), false))
 	}
 	c, err := o.Cluster(ctx)
 	if err != nil {
@@ -80,5 +80,5 @@ func runGetProviders(ctx context.Context, o *GetProvidersOptions) error {
 	if err := output.Render(o.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) }); err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(m.Complete(), false, false))
+	return exitCode(multicluster.ViewExit(!m.Partial(), false, false))
 }

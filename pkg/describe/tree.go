@@ -101,8 +101,8 @@ type Tree struct {
 	Unread []authz.Unreadable `json:"unread,omitempty"`
 }
 
-// Complete tells whether every kind of the tree could be read.
-func (t *Tree) Complete() bool { return len(t.Unread) == 0 }
+// Partial tells whether some kind of the tree could not be read: the view misses it.
+func (t *Tree) Partial() bool { return len(t.Unread) > 0 }
 
 func (n *Node) condition(t string) *Condition { return findCondition(n.Conditions, t) }
 

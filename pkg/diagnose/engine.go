@@ -163,8 +163,8 @@ type Report struct {
 	NotChecked []NotChecked       `json:"notChecked,omitempty"`
 }
 
-// Complete tells whether every kind the diagnosis reads could be read.
-func (r *Report) Complete() bool { return len(r.Unread) == 0 }
+// Partial tells whether some kind the diagnosis reads could not be read: the view misses it.
+func (r *Report) Partial() bool { return len(r.Unread) > 0 }
 
 // WorkloadSummary is what the report says about reading the workload cluster.
 type WorkloadSummary struct {

@@ -156,8 +156,8 @@ const (
 	checkContract   = "contract"
 )
 
-// Complete tells whether every kind the management side reads could be read.
-func (m *Management) Complete() bool { return len(m.Unread) == 0 }
+// Partial tells whether some kind the management side reads could not be read: the view misses it.
+func (m *Management) Partial() bool { return len(m.Unread) > 0 }
 
 func notCheckedReason(u authz.Unreadable) string { return "cannot read " + u.String() }
 

@@ -28,8 +28,8 @@ type FleetView struct {
 	Unread map[string][]authz.Unreadable `json:"unread,omitempty"`
 }
 
-// Complete tells whether every kind could be read on every management cluster.
-func (v *FleetView) Complete() bool { return len(v.Unread) == 0 }
+// Partial tells whether some kind could not be read on some management cluster: the view misses it.
+func (v *FleetView) Partial() bool { return len(v.Unread) > 0 }
 
 // addUnread records what could not be read on one management cluster.
 func addUnread(by *map[string][]authz.Unreadable, name string, us []authz.Unreadable) {
@@ -141,8 +141,8 @@ type ProvidersView struct {
 	Unread map[string][]authz.Unreadable `json:"unread,omitempty"`
 }
 
-// Complete tells whether every kind could be read on every management cluster.
-func (v *ProvidersView) Complete() bool { return len(v.Unread) == 0 }
+// Partial tells whether some kind could not be read on some management cluster: the view misses it.
+func (v *ProvidersView) Partial() bool { return len(v.Unread) > 0 }
 
 // ManagedProvider is one provider of one management cluster.
 type ManagedProvider struct {

@@ -51,7 +51,7 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !m.Complete() || len(m.NotChecked) > 0 {
+		if m.Partial() || len(m.NotChecked) > 0 {
 			t.Fatalf("the admin's view is partial: %v %v", m.Unread, m.NotChecked)
 		}
 		for _, p := range m.Providers {
@@ -63,8 +63,8 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.Complete() || len(rep.NotChecked) > 0 || rep.Healthy {
-			t.Fatalf("admin: complete %v, not checked %v, healthy %v", rep.Complete(), rep.NotChecked, rep.Healthy)
+		if rep.Partial() || len(rep.NotChecked) > 0 || rep.Healthy {
+			t.Fatalf("admin: complete %v, not checked %v, healthy %v", !rep.Partial(), rep.NotChecked, rep.Healthy)
 		}
 		checkFinding(t, rep, diagnose.RuleProviderController, "Provider capd-system/infrastructure-docker", "infrastructure-docker", "", "")
 		checkFinding(t, rep, diagnose.RuleProviderWebhook, "Provider capi-kubeadm-control-plane-system/control-plane-kubeadm", "control-plane-kubeadm", "", "")
@@ -127,8 +127,8 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("diagnose cluster stops over a forbidden kind: %v", err)
 		}
-		if rep.Complete() || rep.Healthy {
-			t.Fatalf("a partial diagnosis is complete %v / healthy %v", rep.Complete(), rep.Healthy)
+		if !rep.Partial() || rep.Healthy {
+			t.Fatalf("a partial diagnosis is complete %v / healthy %v", !rep.Partial(), rep.Healthy)
 		}
 		checkUnread(t, rep.Unread, wantUnread)
 		for _, f := range rep.Findings {
@@ -170,8 +170,8 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("diagnose clusters stops over a forbidden kind: %v", err)
 		}
-		if fr.Complete() || fr.Healthy || len(fr.Clusters) != 1 || fr.Clusters[0].Healthy || len(fr.Clusters[0].NotChecked) == 0 {
-			t.Fatalf("fleet: complete %v healthy %v rows %+v", fr.Complete(), fr.Healthy, fr.Clusters)
+		if !fr.Partial() || fr.Healthy || len(fr.Clusters) != 1 || fr.Clusters[0].Healthy || len(fr.Clusters[0].NotChecked) == 0 {
+			t.Fatalf("fleet: complete %v healthy %v rows %+v", !fr.Partial(), fr.Healthy, fr.Clusters)
 		}
 		checkUnread(t, fr.Unread, wantUnread)
 	})

@@ -73,8 +73,8 @@ type FleetReport struct {
 	Unread []authz.Unreadable `json:"unread,omitempty"`
 }
 
-// Complete tells whether every kind the diagnosis reads could be read.
-func (r *FleetReport) Complete() bool { return len(r.Unread) == 0 }
+// Partial tells whether some kind the diagnosis reads could not be read: the view misses it.
+func (r *FleetReport) Partial() bool { return len(r.Unread) > 0 }
 
 // FleetRow is one cluster of the fleet.
 type FleetRow struct {
