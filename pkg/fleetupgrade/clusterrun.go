@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capctl/capctl/pkg/versions"
 )
 
 // clusterRun is one cluster's upgrade within a wave: it brings the cluster to the target, step by
@@ -44,8 +43,7 @@ func (r *clusterRun) run() *FleetApplyFailure {
 			return r.stop("reading the cluster", err, nil)
 		}
 		r.info.ControlPlaneVersion, r.info.WorkerVersions = s.ControlPlaneVersion(), s.WorkerVersions()
-		_, tv, _ := versions.Kubernetes(r.target)
-		next, reason := planCluster(r.info, tv)
+		next, reason := planCluster(r.info, r.a.target)
 		if reason != "" {
 			return r.stop("planning", errors.New(reason), nil)
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/describe"
@@ -223,10 +224,11 @@ func ApplyFleet(ctx context.Context, c client.Client, req FleetApplyRequest) (*F
 // every check (plan, providers, dry run) runs on every management cluster before the first
 // write. With one member named "" it is ApplyFleet.
 func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyRequest) (*FleetApplyReport, error) {
-	req, pf, edited, err := resolveApply(ctx, req)
+	rr, err := resolveApply(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	req, pf, edited := rr.FleetApplyRequest, rr.planFile, rr.edited
 	clients, err := memberClients(members)
 	if err != nil {
 		return nil, err
@@ -251,7 +253,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		return nil, err
 	}
 	report := newFleetReport(req, plan, preflight, pf)
-	a := &fleetApplier{clients: clients, req: req, infos: infos, members: members, planFile: pf}
+	a := &fleetApplier{clients: clients, req: req, target: rr.target, window: rr.window, infos: infos, members: members, planFile: pf}
 	if !req.DryRun {
 		var names []string
 		for _, m := range members {
@@ -266,9 +268,6 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		report.Record = a.rec.rec.Name
 		req.Progress("Recording the rollout in ConfigMap %s/%s (capctl upgrade history %s)", AuditNamespace, report.Record, report.Record)
 		defer a.rec.finish(ctx, report)
-	}
-	if req.Rollout.Window != "" {
-		a.window, _ = ParseWindow(req.Rollout.Window) // checked with the rollout
 	}
 	a.runWaves(ctx, plan, report)
 	switch {
@@ -313,31 +312,47 @@ func (req *FleetApplyRequest) Complete() error {
 	return nil
 }
 
-// resolveApply resolves the request once before anything is read: the saved plan (with what
-// was edited in it, if anything), the version written as vX.Y.Z, the rollout checked, and the
-// defaults.
-func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest, *PlanFile, string, error) {
-	var pf *PlanFile
-	var edited string
+// resolvedApply is a FleetApplyRequest resolved once, before anything is read: the saved plan
+// (with what was edited in it, if anything), the target version parsed and written as vX.Y.Z, the
+// window parsed, the defaults filled. Nothing downstream parses the version or the window again.
+type resolvedApply struct {
+	FleetApplyRequest
+	target   *semver.Version
+	window   *Window // nil: no window
+	planFile *PlanFile
+	edited   string
+}
+
+// resolveApply resolves the request (resolvedApply).
+func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, error) {
+	r := resolvedApply{}
 	if err := req.Validate(); err != nil {
-		return req, nil, "", err
+		return r, err
 	}
 	if req.Plan != "" {
 		var err error
-		if pf, edited, err = loadPlanFile(ctx, req.Plan); err != nil {
-			return req, nil, "", err
+		if r.planFile, r.edited, err = loadPlanFile(ctx, req.Plan); err != nil {
+			return r, err
 		}
+		pf := r.planFile
 		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
 	}
 	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
-	if v, _, err := versions.Kubernetes(req.KubernetesVersion); err == nil {
-		req.KubernetesVersion = v
+	v, tv, err := versions.Kubernetes(req.KubernetesVersion)
+	if err != nil { // a saved plan's version (a request's was validated)
+		return r, fmt.Errorf("plan file %s: %w", req.Plan, err)
 	}
+	req.KubernetesVersion, r.target = v, tv
 	if err := req.Rollout.Validate(); err != nil { // a saved plan's rollout
-		return req, nil, "", err
+		return r, err
+	}
+	if req.Rollout.Window != "" {
+		if r.window, err = ParseWindow(req.Rollout.Window); err != nil {
+			return r, err
+		}
 	}
 	if req.Rollout.Soak > 0 && req.Health == nil && !req.DryRun {
-		return req, nil, "", errors.New("a rollout with a soak needs a health check (FleetApplyRequest.Health): without one the soak could not see new problems")
+		return r, errors.New("a rollout with a soak needs a health check (FleetApplyRequest.Health): without one the soak could not see new problems")
 	}
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultClusterTimeout
@@ -348,7 +363,8 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (FleetApplyRequest
 	if req.Progress == nil {
 		req.Progress = func(string, ...any) {}
 	}
-	return req, pf, edited, nil
+	r.FleetApplyRequest = req
+	return r, nil
 }
 
 // newFleetReport is the report before the first wave: every cluster of the plan not started.
@@ -472,9 +488,6 @@ func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) /
 // earlier wave not done, installed providers that say they do not support a version to set, and
 // first patches the API server refuses as a dry run. Nothing is written before it passes.
 func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
-	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
-		return nil, nil, nil, err
-	}
 	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, nil, nil, err
@@ -586,8 +599,10 @@ type fleetApplier struct {
 	planFile *PlanFile
 	window   *Window
 	req      FleetApplyRequest
-	infos    map[string]ClusterInfo
-	mu       sync.Mutex
+	// target is req.KubernetesVersion, parsed once (resolveApply).
+	target *semver.Version
+	infos  map[string]ClusterInfo
+	mu     sync.Mutex
 	// rec writes the run's audit record (nil for a dry run).
 	rec *recorder
 }

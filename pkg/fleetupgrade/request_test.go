@@ -61,11 +61,11 @@ func TestFleetRequestsComplete(t *testing.T) {
 // anything is read (the soak could not see new problems); a dry run does not soak.
 func TestSoakNeedsAHealthCheck(t *testing.T) {
 	req := FleetApplyRequest{KubernetesVersion: "v1.35.1", Rollout: Rollout{Soak: Duration(time.Minute)}}
-	if _, _, _, err := resolveApply(context.Background(), req); err == nil || !strings.Contains(err.Error(), "a rollout with a soak needs a health check") {
+	if _, err := resolveApply(context.Background(), req); err == nil || !strings.Contains(err.Error(), "a rollout with a soak needs a health check") {
 		t.Errorf("no health check: %v", err)
 	}
 	req.DryRun = true
-	if _, _, _, err := resolveApply(context.Background(), req); err != nil {
+	if _, err := resolveApply(context.Background(), req); err != nil {
 		t.Errorf("dry run: %v", err)
 	}
 }
