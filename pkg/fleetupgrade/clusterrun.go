@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
 )
 
 // clusterRun is one cluster's upgrade within a wave: it brings the cluster to the target, step by
