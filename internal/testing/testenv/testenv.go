@@ -219,7 +219,28 @@ func start(opts Options) (*Env, error) {
 		e.Stop()
 		return nil, fmt.Errorf("connecting to the test API server: %w", err)
 	}
+	if err := waitBootstrapped(e.Client); err != nil {
+		e.Stop()
+		return nil, err
+	}
 	return e, nil
+}
+
+// waitBootstrapped waits until the API server's own bootstrap has created the default/kubernetes
+// Service and Endpoints. A server answers before that; on a slow machine a test's "before"
+// snapshot could then miss them and blame what it runs for creating them.
+func waitBootstrapped(c *cluster.Client) error {
+	key := client.ObjectKey{Namespace: "default", Name: "kubernetes"}
+	err := cluster.Poll(context.Background(), 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+		if c.Get(ctx, key, &corev1.Service{}) != nil {
+			return false, nil
+		}
+		return c.Get(ctx, key, &corev1.Endpoints{}) == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the test API server to create Service and Endpoints default/kubernetes: %w", err)
+	}
+	return nil
 }
 
 // Stop shuts the server down and removes its kubeconfig.
