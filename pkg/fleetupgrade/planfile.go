@@ -108,7 +108,7 @@ func loadPlanFile(ctx context.Context, path string) (pf *PlanFile, edited string
 	// A plan is a file capctl saved: a FIFO or a device would block the read (and Ctrl-C with it)
 	// until someone writes to it, so only a regular file is read.
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("plan file %s is not a regular file (%s): save the plan to a file with `capctl upgrade plan --kubernetes-version V --save FILE` and pass that", path, fileKind(st.Mode()))
+		return nil, "", fmt.Errorf("plan file %s is not a regular file (%s): save the plan to a file with `capctl upgrade plan --kubernetes-version V --save FILE` and pass that", path, userinput.FileKind(st.Mode()))
 	}
 	data, err := userinput.ReadFile(ctx, path)
 	if err != nil && userinput.IsTooLarge(err) {
@@ -143,21 +143,6 @@ func loadPlanFile(ctx context.Context, path string) (pf *PlanFile, edited string
 		edited = fmt.Sprintf("plan file %s was edited after it was saved: it says digest %s, its content is %s", path, orNone(pf.Digest), want)
 	}
 	return pf, edited, nil
-}
-
-// fileKind names a file mode's type for an error message.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.Type().String()
 }
 
 // DriftError is `apply --plan` refused because the plan no longer matches the clusters (or the

@@ -48,23 +48,6 @@ func newBackupReader(ctx context.Context, dir string, total int64) *backupReader
 	return &backupReader{ctx: ctx, dir: dir, budget: total, limit: total}
 }
 
-// specialKind names what a non-regular file is, for messages.
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
-}
-
 // read reads the regular file name directly inside the folder. Symlinks are not followed (Lstat,
 // then O_NOFOLLOW), FIFOs and devices are refused without being opened for a blocking read, and
 // the file may not be larger than one input's bound nor than what is left of the total.
@@ -81,7 +64,7 @@ func (r *backupReader) read(name string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: a backup holds regular files only", specialKind(st.Mode()))
+		return nil, fmt.Errorf("%s: a backup holds regular files only", userinput.FileKind(st.Mode()))
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|noFollowFlags, 0)
 	if err != nil {
@@ -127,7 +110,7 @@ func entryProblems(entries []fs.DirEntry) []string {
 	var out []string
 	for _, e := range entries {
 		if !e.Type().IsRegular() {
-			out = append(out, fmt.Sprintf("%s: %s: a backup holds regular files only", e.Name(), specialKind(e.Type())))
+			out = append(out, fmt.Sprintf("%s: %s: a backup holds regular files only", e.Name(), userinput.FileKind(e.Type())))
 		}
 	}
 	return out
