@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -152,30 +151,15 @@ func TestMoveSettleFailsClosed(t *testing.T) {
 	b.addCluster("a", clusterOpts{cpCount: 1})
 	dst.GrantAllBut(t, "settle-watcher", nil)
 	watcher := dst.User(t, "settle-watcher")
-	var hookErr error
 	opts := Options{Scope: Scope{Namespace: ns}, Settle: 30 * time.Second, PollInterval: 200 * time.Millisecond,
 		Hook: func(phase string, _ int) {
 			if phase != "finish" {
 				return
 			}
-			role := &rbacv1.ClusterRole{}
-			if hookErr = dst.Client.Get(ctx, client.ObjectKey{Name: "test-settle-watcher"}, role); hookErr != nil {
-				return
-			}
-			rules := role.Rules[:0]
-			for _, r := range role.Rules {
-				if !(r.APIGroups[0] == gCore && r.Resources[0] == "clusters") {
-					rules = append(rules, r)
-				}
-			}
-			role.Rules = rules
-			hookErr = dst.Client.Update(ctx, role)
+			dst.Revoke(t, "settle-watcher", gCore, "clusters")
 			time.Sleep(time.Second) // the authorizer's cache follows the role
 		}}
 	rep, err := Move(ctx, src.Client, watcher, opts)
-	if hookErr != nil {
-		t.Fatal(hookErr)
-	}
 	if err == nil || errors.Is(err, ErrNotSettled) || !strings.Contains(err.Error(), "watching the moved clusters in the target") || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("move: %v (settle %+v)", err, rep.Settle)
 	}

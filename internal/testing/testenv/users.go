@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -82,6 +83,28 @@ func (e *Env) GrantAllBut(tb testing.TB, user string, dropped map[string][]strin
 		tb.Fatal(err)
 	}
 	e.Bind(tb, user, name)
+}
+
+// Revoke takes every verb on resource (plural, in API group) away from the ClusterRole that
+// GrantAllBut made for user: a permission withdrawn while a command runs.
+func (e *Env) Revoke(tb testing.TB, user, group, resource string) {
+	tb.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "test-" + user}, role); err != nil {
+		tb.Errorf("revoking %s from %s: %v", resource, user, err)
+		return
+	}
+	rules := role.Rules[:0]
+	for _, r := range role.Rules {
+		if !slices.Contains(r.APIGroups, group) || !slices.Contains(r.Resources, resource) {
+			rules = append(rules, r)
+		}
+	}
+	role.Rules = rules
+	if err := e.Client.Update(ctx, role); err != nil {
+		tb.Errorf("revoking %s from %s: %v", resource, user, err)
+	}
 }
 
 // Bind binds user to a ClusterRole (cluster-wide).
