@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -169,7 +166,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	files, err := expand(paths)
+	files, err := userinput.ExpandPaths(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -223,47 +220,6 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-// expand lists the files of paths: files as given, directories walked for *.yaml/*.yml.
-func expand(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		if p == "-" {
-			files = append(files, p)
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p, err)
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if fp != p && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if ext := filepath.Ext(fp); (ext == ".yaml" || ext == ".yml") && d.Type().IsRegular() {
-				found = append(found, fp)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("walking %s: %w", p, err)
-		}
-		sort.Strings(found)
-		files = append(files, found...)
-	}
-	return files, nil
 }
 
 // replaceFile writes data over path atomically, keeping the file's mode.

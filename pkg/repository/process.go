@@ -105,15 +105,20 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 
 // yamlErrorAt rewrites the parser's document-relative line number into a line of the whole text.
 func yamlErrorAt(err error, docLine int) string {
+	line, msg := yamlErrorLine(err, docLine)
+	return fmt.Sprintf("line %d: not valid YAML: %s", line, msg)
+}
+
+// yamlErrorLine is the line of the whole text a YAML parser error points at (the document's first
+// line when it names none) and the error's message without the line.
+func yamlErrorLine(err error, docLine int) (int, string) {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	m := yamlLineRE.FindStringSubmatchIndex(msg)
 	if m == nil {
-		return fmt.Sprintf("line %d: not valid YAML: %s", docLine, msg)
+		return docLine, msg
 	}
 	n, _ := strconv.Atoi(msg[m[2]:m[3]])
-	abs := docLine + n - 1
-	rest := strings.TrimSpace(strings.TrimPrefix(msg[m[1]:], ":"))
-	return fmt.Sprintf("line %d: not valid YAML: %s", abs, rest)
+	return docLine + n - 1, strings.TrimSpace(strings.TrimPrefix(msg[m[1]:], ":"))
 }
 
 // clusterScopedKinds are the kinds clusterctl treats as cluster-scoped when rewriting namespaces

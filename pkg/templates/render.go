@@ -1,14 +1,10 @@
 package templates
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
@@ -82,7 +77,7 @@ func Render(ctx context.Context, in Input) (*Result, error) {
 	case errors.As(perr, &me):
 		missing = append(missing, me.Names...)
 		// Still look for ClusterClasses in the raw text so that their variables are reported too.
-		objs, _ = parseDocuments(in.Name, in.Template)
+		objs, _ = repository.ParseObjects(in.Name, in.Template)
 	case perr != nil:
 		return nil, perr
 	}
@@ -154,7 +149,7 @@ func Render(ctx context.Context, in Input) (*Result, error) {
 func processAndParse(name string, text []byte, lookup variables.Lookup, listOnly bool) ([]unstructured.Unstructured, error) {
 	if listOnly {
 		// Best effort: the raw text may not parse before substitution.
-		objs, _ := parseDocuments(name, text)
+		objs, _ := repository.ParseObjects(name, text)
 		return objs, nil
 	}
 	out, err := variables.Process(text, lookup)
@@ -165,7 +160,7 @@ func processAndParse(name string, text []byte, lookup variables.Lookup, listOnly
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	objs, err := parseDocuments(name, out)
+	objs, err := repository.ParseObjects(name, out)
 	if err != nil {
 		return nil, fmt.Errorf("after variable substitution: %w", err)
 	}
@@ -288,62 +283,4 @@ func objectExists(ctx context.Context, c client.Reader, gvk schema.GroupVersionK
 		return false, nil
 	}
 	return false, err
-}
-
-// DocumentError is a document of a template that is not a Kubernetes object in YAML.
-type DocumentError struct {
-	Source   string // file or URL
-	Document int    // 1-based index among the documents of the text
-	Line     int    // 1-based line in the whole text
-	Msg      string
-}
-
-func (e *DocumentError) Error() string {
-	return fmt.Sprintf("%s: document %d (line %d): %s", e.Source, e.Document, e.Line, e.Msg)
-}
-
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
-// parseDocuments splits a multi-document YAML text on `---` lines and parses each document into an
-// object, keeping the order. Empty documents (blank or comments only) are skipped.
-func parseDocuments(name string, data []byte) ([]unstructured.Unstructured, error) {
-	var out []unstructured.Unstructured
-	for i, d := range repository.SplitDocuments(data) {
-		if isBlank(d.Text) {
-			continue
-		}
-		j, err := userinput.YAMLToJSON(d.Text)
-		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-			line := d.Line
-			if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
-				n, _ := strconv.Atoi(msg[m[2]:m[3]])
-				line = d.Line + n - 1
-				msg = strings.TrimSpace(strings.TrimPrefix(msg[m[1]:], ":"))
-			}
-			return nil, &DocumentError{Source: name, Document: i + 1, Line: line, Msg: "not valid YAML: " + msg}
-		}
-		if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
-			continue
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(j, &obj); err != nil {
-			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.Line, Msg: "not a YAML object (a Kubernetes object with apiVersion and kind was expected)"}
-		}
-		u := unstructured.Unstructured{Object: obj}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, &DocumentError{Source: name, Document: i + 1, Line: d.Line, Msg: "the object has no apiVersion or kind"}
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
-func isBlank(b []byte) bool {
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
-			return false
-		}
-	}
-	return true
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
 )
 
@@ -103,7 +104,7 @@ func TestRenderFixtureTemplatesGolden(t *testing.T) {
 					t.Errorf("ClusterClass at %d, Cluster at %d: the class must come first", classAt, clusterAt)
 				}
 				last := res.Objects[len(res.Objects)-1]
-				tmplObjs, _ := parseDocuments(f, raw)
+				tmplObjs, _ := repository.ParseObjects(f, raw)
 				if want := tmplObjs[len(tmplObjs)-1].GetKind(); last.GetKind() != want {
 					t.Errorf("last object %s, want the template's last (%s): document order lost", last.GetKind(), want)
 				}
@@ -218,7 +219,7 @@ spec:
 }
 
 func TestClassRefs(t *testing.T) {
-	objs, err := parseDocuments("t", []byte(`apiVersion: cluster.x-k8s.io/v1beta1
+	objs, err := repository.ParseObjects("t", []byte(`apiVersion: cluster.x-k8s.io/v1beta1
 kind: Cluster
 metadata: {name: a, namespace: n1}
 spec: {topology: {class: old, classNamespace: shared}}
@@ -255,7 +256,7 @@ spec: {topology: {classRef: {name: nope}}}
 func TestNotYAMLAfterSubstitutionNamesDocumentAndLine(t *testing.T) {
 	tmpl := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${NAME}\n")
 	_, err := Render(context.Background(), Input{Name: "t.yaml", Template: tmpl, Lookup: variables.FromMap(map[string]string{"NAME": "x: [unclosed"})})
-	var de *DocumentError
+	var de *repository.DocumentError
 	if !errors.As(err, &de) {
 		t.Fatalf("want DocumentError, got %v", err)
 	}
@@ -279,7 +280,7 @@ func TestNotYAMLAfterSubstitutionNamesDocumentAndLine(t *testing.T) {
 }
 
 func TestFixNamespace(t *testing.T) {
-	objs, err := parseDocuments("t", []byte(`apiVersion: v1
+	objs, err := repository.ParseObjects("t", []byte(`apiVersion: v1
 kind: Namespace
 metadata: {name: old}
 ---
@@ -324,7 +325,7 @@ metadata: {name: cr}
 }
 
 func TestYAMLAndJSONOutput(t *testing.T) {
-	objs, _ := parseDocuments("t", []byte("kind: A\napiVersion: v1\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n"))
+	objs, _ := repository.ParseObjects("t", []byte("kind: A\napiVersion: v1\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n"))
 	// The documents parsed here print through the one object printer of the commands.
 	y, err := output.ObjectsYAML(objs)
 	if err != nil {
