@@ -50,4 +50,3 @@ func ExpandPaths(paths []string) ([]string, error) {
 	}
 	return files, nil
 }
-
