@@ -43,6 +43,7 @@ func topLevelCommands(f *factory) []*cobra.Command {
 		newCmdMove(f, nil),
 		newCmdPlugin(f),
 		newCmdRepository(f),
+		newCmdTopology(f),
 		newCmdUpgrade(f),
 		newCmdVersion(f, nil),
 	}

@@ -107,7 +107,7 @@ type Change struct {
 	Name   string   `json:"name"`
 	Action Action   `json:"action"`
 	Fields []string `json:"fields,omitempty"`
-	Diff   string   `json:"-"`
+	Diff   string   `json:"diff,omitempty"`
 }
 
 // Rollout says whether one part of the cluster replaces its machines.
