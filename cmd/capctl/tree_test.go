@@ -19,6 +19,7 @@ import (
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/rollout"
+	"github.com/capctl/capctl/pkg/topology"
 )
 
 // flagCase builds one command through its newCmdX with a capturing run function, runs it with
@@ -109,6 +110,12 @@ var flagCases = map[string]flagCase{
 	"capctl diagnose clusters": capture(newCmdDiagnoseClusters, []string{"-n", "prod", "--stuck-after", "1h"}, func(t *testing.T, o *DiagnoseClustersOptions) {
 		if o.Namespace != "prod" || o.StuckAfter != time.Hour || o.Concurrency != diagnose.DefaultConcurrency || !o.Workload {
 			t.Errorf("request %+v", o.FleetOptions)
+		}
+	}),
+	"capctl topology plan": capture(newCmdTopologyPlan, []string{"-f", "classes/", "-f", "-", "-n", "prod", "--cluster", "a,b", "-l", "tier=web", "--diff", "--save", "p.json", "-o", "json"}, func(t *testing.T, o *TopologyPlanOptions) {
+		want := topology.PlanRequest{Files: []string{"classes/", "-"}, Stdin: o.IO.In, Namespace: "prod", Clusters: []string{"a", "b"}, Selector: "tier=web", Diff: true, Save: "p.json", Concurrency: topology.DefaultConcurrency}
+		if !reflect.DeepEqual(o.PlanRequest, want) || o.Output != output.JSON || o.Contexts.Enabled() {
+			t.Errorf("request %+v, want %+v", o.PlanRequest, want)
 		}
 	}),
 	"capctl generate cluster": capture(newCmdGenerateCluster, []string{"c1", "--from", "t.yaml", "--worker-machine-count", "2", "--kubernetes-version", "v1.34.1"}, func(t *testing.T, o *generateClusterOptions) {
