@@ -1,0 +1,221 @@
+package topology_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/repository"
+	"github.com/capctl/capctl/pkg/topology"
+)
+
+// planEnv is an API server with Cluster API's v1.14 CRDs, the in-memory ClusterClass and its
+// templates in namespace "fleet", and two Clusters using it that no controller has reconciled
+// yet (so the topology controller would create every object).
+func planEnv(t *testing.T) (*testenv.Env, string) {
+	t.Helper()
+	testenv.Integration(t)
+	crds := testenv.ComponentCRDs(t, "v1.14.0", "cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm", "infrastructure-docker")
+	te := testenv.Start(t, testenv.Options{CRDPaths: []string{crds}})
+	te.CreateNamespaces(t, "fleet")
+	class, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", "v1.14.0", "clusterclass-in-memory.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range objs {
+		objs[i].SetNamespace("fleet")
+		if err := te.Client.Create(ctx, &objs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"c-1", "c-2"} {
+		if err := te.Client.Create(ctx, topologyCluster("fleet", name, "v1.34.2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	return te, dir
+}
+
+func topologyCluster(ns, name, version string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{"topology": map[string]any{
+			"classRef":     map[string]any{"name": "in-memory"},
+			"version":      version,
+			"controlPlane": map[string]any{"replicas": int64(1)},
+			"workers": map[string]any{"machineDeployments": []any{
+				map[string]any{"class": "default-worker", "name": "md-0", "replicas": int64(1)},
+			}},
+		}},
+	}}
+	return u
+}
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// liveClassFile is the live class as a file, with a label added in its control plane metadata.
+func liveClassFile(t *testing.T, te *testenv.Env, dir string) string {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	u.SetKind("ClusterClass")
+	if err := te.Client.Get(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "in-memory"}, u); err != nil {
+		t.Fatal(err)
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "spec": u.Object["spec"]}}
+	out.SetName("in-memory")
+	out.SetNamespace("fleet")
+	_ = unstructured.SetNestedField(out.Object, "blue", "spec", "controlPlane", "metadata", "labels", "team")
+	b, err := out.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write(t, dir, "class.json", string(b))
+}
+
+// TestPlanWritesNothing: a class change reaching two unreconciled Clusters plans the creation of
+// every object the controller would make, and the API server is exactly as before (every
+// object's uid and resourceVersion), the dry runs included.
+func TestPlanWritesNothing(t *testing.T) {
+	te, dir := planEnv(t)
+	file := liveClassFile(t, te, dir)
+	before := testenv.Snapshot(t, te.Client)
+	res, err := topology.Plan(context.Background(), env.One(te.Client), topology.PlanRequest{Files: []string{file}, Concurrency: 2, Save: filepath.Join(dir, "plan.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Unchanged(t, te.Client, before, "topology plan")
+	if len(res.Clusters) != 2 {
+		t.Fatalf("planned %d clusters, want 2: %+v", len(res.Clusters), res.Clusters)
+	}
+	for _, c := range res.Clusters {
+		if c.Refused != "" || c.Partial != "" {
+			t.Fatalf("%s: refused %q, partial %q", c.Name, c.Refused, c.Partial)
+		}
+		kinds := map[string]bool{}
+		for _, ch := range c.Changes {
+			// The controller creates every object of an unreconciled cluster, then points the
+			// Cluster at its infrastructure cluster and control plane.
+			if want := map[bool]string{true: "update", false: "create"}[ch.Kind == "Cluster"]; string(ch.Action) != want {
+				t.Errorf("%s: %s %s %s, want %s", c.Name, ch.Action, ch.Kind, ch.Name, want)
+			}
+			kinds[ch.Kind] = true
+		}
+		for _, k := range []string{"DevCluster", "KubeadmControlPlane", "DevMachineTemplate", "MachineDeployment", "KubeadmConfigTemplate", "MachineHealthCheck"} {
+			if !kinds[k] {
+				t.Errorf("%s: no %s created in %+v", c.Name, k, c.Changes)
+			}
+		}
+	}
+	if res.ExitCode() != topology.ExitChanges {
+		t.Errorf("exit code %d, want %d", res.ExitCode(), topology.ExitChanges)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "plan.json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("saved plan: %v %v", st, err)
+	}
+}
+
+// TestPlanLeastPrivilege: a user who may read everything and patch (dry runs need it), and
+// nothing else, gets the same plan; one who may not list Clusters gets an error naming them.
+func TestPlanLeastPrivilege(t *testing.T) {
+	te, dir := planEnv(t)
+	file := liveClassFile(t, te, dir)
+	req := topology.PlanRequest{Files: []string{file}, Concurrency: 2}
+	admin, err := topology.Plan(context.Background(), env.One(te.Client), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := te.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "read-and-patch"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	te.Bind(t, "reader", "read-and-patch")
+	reader := te.User(t, "reader")
+	before := testenv.Snapshot(t, te.Client)
+	got, err := topology.Plan(ctx, env.One(reader), req)
+	if err != nil {
+		t.Fatalf("with get, list and patch: %v", err)
+	}
+	testenv.Unchanged(t, te.Client, before, "topology plan as a reader")
+	if len(got.Clusters) != len(admin.Clusters) || got.ExitCode() != admin.ExitCode() {
+		t.Errorf("the reader's plan differs: %d clusters exit %d, admin %d clusters exit %d", len(got.Clusters), got.ExitCode(), len(admin.Clusters), admin.ExitCode())
+	}
+	te.GrantAllBut(t, "no-clusters", map[string][]string{"clusters.cluster.x-k8s.io": {"list"}})
+	_, err = topology.Plan(ctx, env.One(te.User(t, "no-clusters")), req)
+	if err == nil || !strings.Contains(err.Error(), "Clusters") {
+		t.Errorf("without list on clusters: %v", err)
+	}
+}
+
+// TestPlanBadInput: what is refused before any cluster is planned, and what plans nothing.
+func TestPlanBadInput(t *testing.T) {
+	te, dir := planEnv(t)
+	ctx := context.Background()
+	plan := func(files ...string) (*topology.PlanResult, error) {
+		return topology.Plan(ctx, env.One(te.Client), topology.PlanRequest{Files: files, Concurrency: 2})
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "is not a ClusterClass, a provider template"},
+		{"v1beta1.yaml", "apiVersion: cluster.x-k8s.io/v1beta1\nkind: ClusterClass\nmetadata: {name: x, namespace: fleet}\nspec: {}\n", "capctl convert -f"},
+		{"broken.yaml", "apiVersion: cluster.x-k8s.io/v1beta2\nkind: ClusterClass\nmetadata:\n  name: x\n  labels: [\n", "line 5"},
+	} {
+		if _, err := plan(write(t, dir, tc.name, tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want it to say %q", tc.name, err, tc.want)
+		}
+	}
+	// A class no cluster uses: nothing to plan, said so, exit 0.
+	unused := write(t, dir, "unused.yaml", "apiVersion: cluster.x-k8s.io/v1beta2\nkind: ClusterClass\nmetadata: {name: nobody, namespace: fleet}\nspec:\n  infrastructure: {templateRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta2, kind: DevClusterTemplate, name: in-memory-cluster}}\n  controlPlane: {templateRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, name: in-memory-control-plane}}\n")
+	res, err := plan(unused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Clusters) != 0 || res.ExitCode() != topology.ExitNoChanges || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "no cluster uses ClusterClass fleet/nobody") {
+		t.Errorf("unused class: %+v", res)
+	}
+	// A Cluster whose class references a template that exists nowhere: not computed, named.
+	missing := write(t, dir, "missing.yaml", `apiVersion: cluster.x-k8s.io/v1beta2
+kind: ClusterClass
+metadata: {name: in-memory, namespace: fleet}
+spec:
+  infrastructure: {templateRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta2, kind: DevClusterTemplate, name: gone}}
+  controlPlane:
+    templateRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, name: in-memory-control-plane}
+    machineInfrastructure: {templateRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta2, kind: DevMachineTemplate, name: in-memory-control-plane}}
+  workers:
+    machineDeployments:
+    - class: default-worker
+      bootstrap: {templateRef: {apiVersion: bootstrap.cluster.x-k8s.io/v1beta2, kind: KubeadmConfigTemplate, name: in-memory-default-worker-bootstraptemplate}}
+      infrastructure: {templateRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta2, kind: DevMachineTemplate, name: in-memory-default-worker-machinetemplate}}
+`)
+	res, err = plan(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Clusters) != 2 || res.ExitCode() != topology.ExitPartial || !strings.Contains(res.Clusters[0].Partial, "DevClusterTemplate fleet/gone") {
+		t.Errorf("missing template: exit %d %+v", res.ExitCode(), res.Clusters)
+	}
+}
