@@ -86,7 +86,7 @@ func (noWorkloadCache) GetClient(context.Context, client.ObjectKey) (client.Clie
 // across reconciles; a plan is one pass).
 type noSSACache struct{}
 
-func (noSSACache) Add(string)               {}
+func (noSSACache) Add(string)              {}
 func (noSSACache) Has(string, string) bool { return false }
 
 // Action is what the topology controller would do to one object.
