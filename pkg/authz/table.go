@@ -40,6 +40,9 @@ const (
 	// EveryRolledKind: the kinds of the objects a rollout names (machinedeployment/x,
 	// kubeadmcontrolplane/y).
 	EveryRolledKind = "<every rolled-out kind>"
+	// EveryTopologyKind: the kinds a ClusterClass's clusters are built of (infrastructure
+	// clusters, control planes, templates).
+	EveryTopologyKind = "<every topology-managed kind>"
 )
 
 // Rule is verbs on resources of one group, on one side, in one scope.
@@ -95,6 +98,13 @@ var Commands = []Command{
 		{Management, contract.Group, []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
 		{Management, contract.Group, []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
 		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},
+	}},
+	{Name: "topology plan", Rules: []Rule{
+		{Management, contract.Group, []string{"clusters", "clusterclasses"}, []string{"get", "list"}, ClusterWide, "the clusters a change reaches and their classes"},
+		{Management, contract.Group, []string{"machinedeployments", "machinepools", "machinehealthchecks", "machines"}, []string{"get", "list"}, ClusterWide, "each cluster's current topology"},
+		{Management, "*", []string{EveryTopologyKind}, []string{"get"}, ClusterWide, "the classes' templates and each cluster's objects"},
+		{Management, "*", []string{EveryTopologyKind}, []string{"patch"}, ClusterWide, "server-side-apply dry runs (dryRun=All: nothing is written), as the topology controller computes its changes"},
+		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get", "list"}, ClusterWide, "the contract version of each referenced kind"},
 	}},
 }
 
@@ -191,6 +201,9 @@ incomplete).
 | ` + "`describe cluster`" + ` | list Machines, MachineDeployments, MachineSets, MachinePools or MachineHealthChecks (in the cluster's namespace) | the tree without that kind, the kind named under it | — |
 | ` + "`diagnose cluster`, `diagnose clusters`" + ` | list one of the cluster's own kinds (Machines, MachineDeployments, ...) | every rule on what could be read | every rule over that kind (` + "`every rule over machines.cluster.x-k8s.io`" + `); the cluster is then not healthy |
 | ` + "`diagnose cluster`, `diagnose clusters`" + ` | any of the above | every rule on the cluster's own objects, the management rules on what could be read | the rules that needed the kind (` + "`provider-controller-unavailable`, `provider-webhook-not-answering`, `provider-contract-incompatible`, `cert-manager-not-ready`" + `); the cluster is then not healthy: "not fully checked" |
+
+| ` + "`topology plan`" + ` | get a template, a cluster's object, or patch (dry run) one of them | every other cluster's plan | that cluster: ` + "`partial: not computed: ... forbidden`" + ` |
+| ` + "`topology plan`" + ` | list Clusters or ClusterClasses | — (the plan fails, naming the kind: which clusters a change reaches cannot be known) | — |
 
 A bad credential or an unreachable API server is not a partial view: the command fails (exit 1).
 `
