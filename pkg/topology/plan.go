@@ -193,6 +193,9 @@ func planOn(ctx context.Context, c *cluster.Client, in *inputs, req PlanRequest)
 		})
 	}
 	_ = g.Wait()
+	for i := range plans {
+		plans[i].Normalize()
+	}
 	return plans, unused, nil
 }
 

@@ -55,8 +55,11 @@ func RenderText(w io.Writer, r *PlanResult) error {
 		}
 		for _, ch := range c.Changes {
 			fmt.Fprintf(w, "  %-6s %s %s", ch.Action, ch.Kind, ch.Name)
-			if len(ch.Fields) > 0 {
+			switch {
+			case len(ch.Fields) > 0:
 				fmt.Fprintf(w, ": %s", strings.Join(ch.Fields, ", "))
+			case ch.Action == topologyengine.Update:
+				fmt.Fprint(w, " (field ownership only)")
 			}
 			fmt.Fprintln(w)
 			if ch.Diff != "" {

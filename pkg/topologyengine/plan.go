@@ -133,6 +133,20 @@ type Outcome struct {
 // Changed reports whether the controller would write anything.
 func (o *Outcome) Changed() bool { return len(o.Changes) > 0 }
 
+// Normalize makes the lists empty rather than absent, so the JSON has the same fields for
+// every cluster.
+func (o *Outcome) Normalize() {
+	if o.MachineDeployments == nil {
+		o.MachineDeployments = []Rollout{}
+	}
+	if o.MachinePools == nil {
+		o.MachinePools = []Rollout{}
+	}
+	if o.Changes == nil {
+		o.Changes = []Change{}
+	}
+}
+
 // Plan computes what the topology controller would do to the Cluster (as the view sees it:
 // planned if planned, live otherwise). A change upstream admission refuses is a *RefusedError.
 func (e *Engine) Plan(ctx context.Context, cl *clusterv1.Cluster) (*Outcome, error) {
@@ -477,14 +491,24 @@ func (d *differ) machineDeployment(s *scope.Scope, out *Outcome, name string, cu
 	}
 	upToDate, res := mdutil.MachineTemplateUpToDate(&cur.Object.Spec.Template, &after.Spec.Template)
 	r.RollsOut = !upToDate
+	var reasons []string
+	if infraRotated {
+		reasons = append(reasons, des.InfrastructureMachineTemplate.GetKind()+" rotated")
+	}
+	if bootRotated {
+		reasons = append(reasons, des.BootstrapTemplate.GetKind()+" rotated")
+	}
+	for _, m := range res.LogMessages {
+		if (infraRotated && strings.HasPrefix(m, "spec.infrastructureRef")) || (bootRotated && strings.HasPrefix(m, "spec.bootstrap")) {
+			continue // said above, without the placeholder name
+		}
+		reasons = append(reasons, m)
+	}
 	switch {
 	case r.RollsOut:
-		r.Reason = strings.Join(res.LogMessages, "; ")
+		r.Reason = strings.Join(reasons, "; ")
 	case changed || infraRotated || bootRotated:
 		r.Reason = "changed in place"
-	}
-	if r.RollsOut {
-		r.Reason = strings.ReplaceAll(r.Reason, "-rotated", " (rotated)")
 	}
 	return r, nil
 }
