@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/internal/testing/topologytest"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/topology"
@@ -79,21 +80,9 @@ func write(t *testing.T, dir, name, text string) string {
 // liveClassFile is the live class as a file, with a label added in its control plane metadata.
 func liveClassFile(t *testing.T, te *testenv.Env, dir string) string {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("cluster.x-k8s.io/v1beta2")
-	u.SetKind("ClusterClass")
-	if err := te.Client.Get(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "in-memory"}, u); err != nil {
-		t.Fatal(err)
-	}
-	out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "spec": u.Object["spec"]}}
-	out.SetName("in-memory")
-	out.SetNamespace("fleet")
+	out := liveClass(t, te)
 	_ = unstructured.SetNestedField(out.Object, "blue", "spec", "controlPlane", "metadata", "labels", "team")
-	b, err := out.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return write(t, dir, "class.json", string(b))
+	return writeObjects(t, dir, "class.json", out)
 }
 
 // TestPlanWritesNothing: a class change reaching two unreconciled Clusters plans the creation of
@@ -218,4 +207,82 @@ spec:
 	if len(res.Clusters) != 2 || res.ExitCode() != topology.ExitPartial || !strings.Contains(res.Clusters[0].Partial, "DevClusterTemplate fleet/gone") {
 		t.Errorf("missing template: exit %d %+v", res.ExitCode(), res.Clusters)
 	}
+}
+
+// TestPlanReconciledClusters: on Clusters the topology controller's desired state was applied
+// to (topologytest stands in for its first reconcile), the unchanged class plans nothing, and a
+// new worker machine template rotates each Cluster's template and rolls md-0 out, and nothing
+// else.
+func TestPlanReconciledClusters(t *testing.T) {
+	te, dir := planEnv(t)
+	ctx := context.Background()
+	if err := topologytest.Reconcile(ctx, te.Client, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	class := liveClass(t, te)
+	unchanged := writeObjects(t, dir, "unchanged.yaml", class)
+	res, err := topology.Plan(ctx, env.One(te.Client), topology.PlanRequest{Files: []string{unchanged}, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode() != topology.ExitNoChanges || len(res.Clusters) != 2 {
+		t.Fatalf("the unchanged class: exit %d, %+v", res.ExitCode(), res.Clusters)
+	}
+	worker := &unstructured.Unstructured{}
+	worker.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
+	worker.SetKind("DevMachineTemplate")
+	if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "in-memory-default-worker-machinetemplate"}, worker); err != nil {
+		t.Fatal(err)
+	}
+	newWorker := &unstructured.Unstructured{Object: map[string]any{"apiVersion": worker.GetAPIVersion(), "kind": worker.GetKind(), "spec": worker.Object["spec"]}}
+	newWorker.SetNamespace("fleet")
+	newWorker.SetName("worker-v2")
+	_ = unstructured.SetNestedField(newWorker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
+	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	_ = unstructured.SetNestedField(mds[0].(map[string]any), "worker-v2", "infrastructure", "templateRef", "name")
+	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+	before := testenv.Snapshot(t, te.Client)
+	res, err = topology.Plan(ctx, env.One(te.Client), topology.PlanRequest{Files: []string{writeObjects(t, dir, "change.yaml", newWorker, class)}, Concurrency: 2, Diff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Unchanged(t, te.Client, before, "topology plan")
+	if res.ExitCode() != topology.ExitChanges || len(res.Clusters) != 2 {
+		t.Fatalf("a new worker template: exit %d, %+v", res.ExitCode(), res.Clusters)
+	}
+	for _, c := range res.Clusters {
+		if c.ControlPlane.RollsOut || len(c.MachineDeployments) != 1 || !c.MachineDeployments[0].RollsOut || !strings.Contains(c.MachineDeployments[0].Reason, "DevMachineTemplate rotated") {
+			t.Errorf("%s: control plane %+v, MachineDeployments %+v", c.Name, c.ControlPlane, c.MachineDeployments)
+		}
+		if len(c.Changes) != 1 || c.Changes[0].Action != "rotate" || c.Changes[0].Kind != "DevMachineTemplate" || !strings.Contains(c.Changes[0].Diff, "4s") {
+			t.Errorf("%s: changes %+v", c.Name, c.Changes)
+		}
+	}
+}
+
+func liveClass(t *testing.T, te *testenv.Env) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	u.SetKind("ClusterClass")
+	if err := te.Client.Get(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "in-memory"}, u); err != nil {
+		t.Fatal(err)
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "spec": u.Object["spec"]}}
+	out.SetName("in-memory")
+	out.SetNamespace("fleet")
+	return out
+}
+
+func writeObjects(t *testing.T, dir, name string, objs ...*unstructured.Unstructured) string {
+	t.Helper()
+	var docs []string
+	for _, o := range objs {
+		b, err := o.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return write(t, dir, name, strings.Join(docs, "\n---\n"))
 }

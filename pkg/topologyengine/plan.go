@@ -2,6 +2,7 @@ package topologyengine
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -150,42 +151,91 @@ func (o *Outcome) Normalize() {
 // Plan computes what the topology controller would do to the Cluster (as the view sees it:
 // planned if planned, live otherwise). A change upstream admission refuses is a *RefusedError.
 func (e *Engine) Plan(ctx context.Context, cl *clusterv1.Cluster) (*Outcome, error) {
-	cl = cl.DeepCopy()
-	class := &clusterv1.ClusterClass{}
-	if err := e.view.Get(ctx, cl.GetClassKey(), class); err != nil {
-		return nil, fmt.Errorf("reading ClusterClass %s of Cluster %s: %w", cl.GetClassKey(), cl.Name, err)
-	}
-	if why := NotComputed(class); why != "" {
-		return &Outcome{Partial: why}, nil
-	}
-	if errs := (&admission.Cluster{}).DefaultAndValidateVariables(ctx, cl, nil, class); len(errs) > 0 {
-		return nil, &RefusedError{Object: "Cluster " + cl.Namespace + "/" + cl.Name, Err: errs.ToAggregate()}
-	}
-	s := scope.New(cl)
-	bp, err := readBlueprint(ctx, e.view, cl, class)
+	s, partial, err := e.generate(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
-	s.Blueprint = bp
-	if err := readCurrent(ctx, e.view, s); err != nil {
-		return nil, err
+	if partial != "" {
+		return &Outcome{Partial: partial}, nil
 	}
-	for _, mp := range s.Current.MachinePools {
-		if len(mp.Object.Status.NodeRefs) > 0 {
-			return &Outcome{Partial: fmt.Sprintf("MachinePool %s has nodes: whether it is upgrading is read from the workload cluster, which topology plan does not read", mp.Object.Name)}, nil
-		}
-	}
-	desired, err := e.gen.Generate(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("computing the desired state of Cluster %s/%s: %w", cl.Namespace, cl.Name, err)
-	}
-	s.Desired = desired
-	d := &differ{ctx: ctx, c: e.c, cluster: cl}
+	d := &differ{ctx: ctx, c: e.c, cluster: s.Current.Cluster}
 	out := &Outcome{UpgradePlan: s.UpgradeTracker.ControlPlane.UpgradePlan}
 	if err := d.compare(s, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Desired is the Cluster's desired state as upstream's generator computes it, in the order the
+// controller creates objects (each object before the one that references it, the Cluster last).
+// Nothing is written; tests and benchmarks apply it to stand in for the controller's first
+// reconcile on API servers that run no controllers.
+func (e *Engine) Desired(ctx context.Context, cl *clusterv1.Cluster) ([]client.Object, error) {
+	s, partial, err := e.generate(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if partial != "" {
+		return nil, errors.New(partial)
+	}
+	d := s.Desired
+	var out []client.Object
+	add := func(objs ...client.Object) {
+		for _, o := range objs {
+			if !isNil(o) {
+				out = append(out, o)
+			}
+		}
+	}
+	add(d.InfrastructureCluster, d.ControlPlane.InfrastructureMachineTemplate, d.ControlPlane.Object)
+	if d.ControlPlane.MachineHealthCheck != nil {
+		add(d.ControlPlane.MachineHealthCheck)
+	}
+	for _, name := range sortedKeys(d.MachineDeployments) {
+		md := d.MachineDeployments[name]
+		add(md.InfrastructureMachineTemplate, md.BootstrapTemplate, md.Object)
+		if md.MachineHealthCheck != nil {
+			add(md.MachineHealthCheck)
+		}
+	}
+	add(d.Cluster)
+	return out, nil
+}
+
+// generate reads the Cluster's blueprint and current state and runs upstream's generator. A
+// non-empty partial says why the desired state is not computed.
+func (e *Engine) generate(ctx context.Context, cl *clusterv1.Cluster) (*scope.Scope, string, error) {
+	cl = cl.DeepCopy()
+	class := &clusterv1.ClusterClass{}
+	if err := e.view.Get(ctx, cl.GetClassKey(), class); err != nil {
+		return nil, "", fmt.Errorf("reading ClusterClass %s of Cluster %s: %w", cl.GetClassKey(), cl.Name, err)
+	}
+	if why := NotComputed(class); why != "" {
+		return nil, why, nil
+	}
+	if errs := (&admission.Cluster{}).DefaultAndValidateVariables(ctx, cl, nil, class); len(errs) > 0 {
+		return nil, "", &RefusedError{Object: "Cluster " + cl.Namespace + "/" + cl.Name, Err: errs.ToAggregate()}
+	}
+	s := scope.New(cl)
+	bp, err := readBlueprint(ctx, e.view, cl, class)
+	if err != nil {
+		return nil, "", err
+	}
+	s.Blueprint = bp
+	if err := readCurrent(ctx, e.view, s); err != nil {
+		return nil, "", err
+	}
+	for _, mp := range s.Current.MachinePools {
+		if len(mp.Object.Status.NodeRefs) > 0 {
+			return nil, fmt.Sprintf("MachinePool %s has nodes: whether it is upgrading is read from the workload cluster, which topology plan does not read", mp.Object.Name), nil
+		}
+	}
+	desired, err := e.gen.Generate(ctx, s)
+	if err != nil {
+		return nil, "", fmt.Errorf("computing the desired state of Cluster %s/%s: %w", cl.Namespace, cl.Name, err)
+	}
+	s.Desired = desired
+	return s, "", nil
 }
 
 type differ struct {
