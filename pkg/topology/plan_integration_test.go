@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,31 +26,37 @@ import (
 func planEnv(t *testing.T) (*testenv.Env, string) {
 	t.Helper()
 	testenv.Integration(t)
-	crds := testenv.ComponentCRDs(t, "v1.14.0", "cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm", "infrastructure-docker")
-	te := testenv.Start(t, testenv.Options{CRDPaths: []string{crds}})
-	te.CreateNamespaces(t, "fleet")
-	class, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", "v1.14.0", "clusterclass-in-memory.yaml"))
+	t.Parallel()
+	return planEnvN(t, 2)
+}
+
+// planEnvN is planEnv with n Clusters (c-1 ... c-n).
+func planEnvN(tb testing.TB, n int) (*testenv.Env, string) {
+	tb.Helper()
+	crds := testenv.ComponentCRDs(tb, "v1.14.0", "cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm", "infrastructure-docker")
+	te := testenv.Start(tb, testenv.Options{CRDPaths: []string{crds}})
+	te.CreateNamespaces(tb, "fleet")
+	class, err := os.ReadFile(filepath.Join(testenv.FixturesDir(tb), "repository", "infrastructure-docker", "v1.14.0", "clusterclass-in-memory.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", class)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx := context.Background()
 	for i := range objs {
 		objs[i].SetNamespace("fleet")
 		if err := te.Client.Create(ctx, &objs[i]); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	for _, name := range []string{"c-1", "c-2"} {
-		if err := te.Client.Create(ctx, topologyCluster("fleet", name, "v1.34.2")); err != nil {
-			t.Fatal(err)
+	for i := 1; i <= n; i++ {
+		if err := te.Client.Create(ctx, topologyCluster("fleet", fmt.Sprintf("c-%d", i), "v1.34.2")); err != nil {
+			tb.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	return te, dir
+	return te, tb.TempDir()
 }
 
 func topologyCluster(ns, name, version string) *unstructured.Unstructured {
@@ -68,7 +75,7 @@ func topologyCluster(ns, name, version string) *unstructured.Unstructured {
 	return u
 }
 
-func write(t *testing.T, dir, name, text string) string {
+func write(t testing.TB, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
@@ -260,7 +267,7 @@ func TestPlanReconciledClusters(t *testing.T) {
 	}
 }
 
-func liveClass(t *testing.T, te *testenv.Env) *unstructured.Unstructured {
+func liveClass(t testing.TB, te *testenv.Env) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("cluster.x-k8s.io/v1beta2")
@@ -274,7 +281,7 @@ func liveClass(t *testing.T, te *testenv.Env) *unstructured.Unstructured {
 	return out
 }
 
-func writeObjects(t *testing.T, dir, name string, objs ...*unstructured.Unstructured) string {
+func writeObjects(t testing.TB, dir, name string, objs ...*unstructured.Unstructured) string {
 	t.Helper()
 	var docs []string
 	for _, o := range objs {

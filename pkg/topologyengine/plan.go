@@ -47,7 +47,7 @@ func New(ctx context.Context, live client.Client, planned []*unstructured.Unstru
 		}
 		objs = append(objs, u)
 	}
-	v := newView(live, live.Scheme(), objs)
+	v := newView(newCachedReader(live, live.Scheme()), live.Scheme(), objs)
 	ro := &readOnly{Client: live, view: v}
 	gen, err := desiredstate.NewGenerator(ro, noWorkloadCache{}, nil,
 		cache.New[cache.HookEntry](ctx, cache.HookCacheDefaultTTL),
