@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/topologytest"
 	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/topology"
 )
@@ -292,4 +294,30 @@ func writeObjects(t testing.TB, dir, name string, objs ...*unstructured.Unstruct
 		docs = append(docs, string(b))
 	}
 	return write(t, dir, name, strings.Join(docs, "\n---\n"))
+}
+
+// TestPlanSeveralManagementClusters: with several management clusters each plans its own
+// clusters (named by MANAGEMENT), and one that cannot be reached makes the plan partial.
+func TestPlanSeveralManagementClusters(t *testing.T) {
+	a, dir := planEnv(t)
+	b, _ := planEnvN(t, 1)
+	file := liveClassFile(t, a, dir)
+	e := env.Env{Chosen: true, Management: []multicluster.Member{
+		{Context: "a", Client: a.Client}, {Context: "b", Client: b.Client},
+		{Context: "gone", Err: errors.New("connection refused")},
+	}}
+	res, err := topology.Plan(context.Background(), e, topology.PlanRequest{Files: []string{file}, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Clusters {
+		got = append(got, c.ManagementCluster+"/"+c.Name)
+	}
+	if strings.Join(got, " ") != "a/c-1 a/c-2 b/c-1" {
+		t.Errorf("clusters %v", got)
+	}
+	if len(res.ManagementClusters) != 3 || res.ManagementClusters[2].Error == "" || res.ExitCode() != topology.ExitPartial {
+		t.Errorf("management clusters %+v, exit %d", res.ManagementClusters, res.ExitCode())
+	}
 }

@@ -2,11 +2,13 @@ package topology
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/topologyengine"
 )
 
@@ -60,6 +62,21 @@ func TestReadInputs(t *testing.T) {
 	if _, err := readInputs(context.Background(), PlanRequest{Files: []string{"-"}, Stdin: strings.NewReader("")}); err == nil || !strings.Contains(err.Error(), "no ClusterClass, template or Cluster") {
 		t.Errorf("empty input: %v", err)
 	}
+	// Bounded as every user file: an endless standard input stops at the limit, named.
+	defer userinput.SetMax(userinput.SetMax(1 << 10))
+	endless := io.MultiReader(strings.NewReader("apiVersion: v1\nkind: ConfigMap\n"), zeros{})
+	if _, err := readInputs(context.Background(), PlanRequest{Files: []string{"-"}, Stdin: endless}); err == nil || !userinput.IsTooLarge(err) {
+		t.Errorf("endless input: %v", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }
 
 func TestExitCode(t *testing.T) {
