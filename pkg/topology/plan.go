@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -182,13 +181,13 @@ func planOn(ctx context.Context, c *cluster.Client, in *inputs, req PlanRequest)
 	targets := affected(liveClusters, plannedClusters, reached)
 	unused := unusedClasses(reached, targets)
 	targets = selectClusters(targets, req)
-	refusedByClass := admitClasses(ctx, eng, planned, liveClasses)
+	p := &planner{eng: eng, planned: plannedClusters, live: liveClusters, refusedByClass: admitClasses(ctx, eng, planned, liveClasses), diff: req.Diff}
 	plans := make([]ClusterPlan, len(targets))
 	var g errgroup.Group
 	g.SetLimit(req.Concurrency)
 	for i, cl := range targets {
 		g.Go(func() error {
-			plans[i] = planCluster(ctx, eng, cl, plannedClusters, liveClusters, refusedByClass, req.Diff)
+			plans[i] = p.cluster(ctx, cl)
 			return nil
 		})
 	}
@@ -431,39 +430,47 @@ func admitClasses(ctx context.Context, eng *topologyengine.Engine, planned []*un
 	return out
 }
 
-func planCluster(ctx context.Context, eng *topologyengine.Engine, cl *clusterv1.Cluster, planned map[nsName]*clusterv1.Cluster, live *clusterv1.ClusterList, refusedByClass map[nsName]string, diff bool) ClusterPlan {
+// planner plans the clusters of one management cluster.
+type planner struct {
+	eng     *topologyengine.Engine
+	planned map[nsName]*clusterv1.Cluster
+	live    *clusterv1.ClusterList
+	// refusedByClass is upstream admission's answer per planned class it refuses.
+	refusedByClass map[nsName]string
+	diff           bool
+}
+
+func (pl *planner) cluster(ctx context.Context, cl *clusterv1.Cluster) ClusterPlan {
 	k := cl.GetClassKey()
 	p := ClusterPlan{Namespace: cl.Namespace, Name: cl.Name, Class: k.Name}
-	if why, ok := refusedByClass[nsName{k.Namespace, k.Name}]; ok {
+	if why, ok := pl.refusedByClass[nsName{k.Namespace, k.Name}]; ok {
 		p.Refused = why
 		return p
 	}
-	if _, ok := planned[nsName{cl.Namespace, cl.Name}]; ok {
+	if _, ok := pl.planned[nsName{cl.Namespace, cl.Name}]; ok {
 		var cur *clusterv1.Cluster
-		for i := range live.Items {
-			if live.Items[i].Namespace == cl.Namespace && live.Items[i].Name == cl.Name {
-				cur = &live.Items[i]
+		for i := range pl.live.Items {
+			if pl.live.Items[i].Namespace == cl.Namespace && pl.live.Items[i].Name == cl.Name {
+				cur = &pl.live.Items[i]
 			}
 		}
-		admitted, err := eng.AdmitCluster(ctx, cur, cl)
+		admitted, err := pl.eng.AdmitCluster(ctx, cur, cl)
 		if err != nil {
 			p.Refused = err.Error()
 			return p
 		}
 		cl = admitted
 	}
-	out, err := eng.Plan(ctx, cl)
+	out, err := pl.eng.Plan(ctx, cl)
 	var refused *topologyengine.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		p.Refused = refused.Error()
-	case apierrors.IsForbidden(err):
-		p.Partial = "not computed: " + err.Error()
 	case err != nil:
 		p.Partial = "not computed: " + err.Error()
 	default:
 		p.Outcome = *out
-		if !diff {
+		if !pl.diff {
 			for i := range p.Changes {
 				p.Changes[i].Diff = ""
 			}
