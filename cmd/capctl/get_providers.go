@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -56,29 +56,18 @@ func (o *GetProvidersOptions) complete([]string) error {
 	return checkContextsFlags(o.flags, o.Contexts)
 }
 
-// runGetProviders makes the one diagnose.Providers (or ProvidersEach) call and prints them.
+// runGetProviders makes the one diagnose.GetProviders call and prints its result.
 func runGetProviders(ctx context.Context, o *GetProvidersOptions) error {
-	if o.Contexts.Enabled() {
-		members, err := o.Members(ctx, o.Contexts)
-		if err != nil {
-			return err
-		}
-		v := diagnose.ProvidersEach(ctx, members)
-		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return diagnose.RenderProvidersView(w, v) }); err != nil {
-			return err
-		}
-		return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, !v.Partial(), false))
-	}
-	c, err := o.Cluster(ctx)
+	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
 	if err != nil {
 		return err
 	}
-	m, err := diagnose.Providers(ctx, c)
+	res, err := diagnose.GetProviders(ctx, e, diagnose.GetProvidersRequest{})
 	if err != nil {
 		return err
 	}
-	if err := output.Render(o.IO.Out, o.Output, m, func(w io.Writer) error { return diagnose.RenderProviders(w, m) }); err != nil {
+	if err := output.Render(o.IO.Out, o.Output, res, res.RenderText); err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(!m.Partial(), false, false))
+	return exitCode(res.ExitCode())
 }

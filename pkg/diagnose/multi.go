@@ -158,9 +158,9 @@ func (p ProviderStatus) Problem() bool {
 	return !p.ControllerAvailable || (p.WebhookAnswers != nil && !*p.WebhookAnswers) || (p.Contract != "" && !p.ContractCompatible)
 }
 
-// ProvidersEach runs Providers on every management cluster and compares their versions and
+// providersEach runs Providers on every management cluster and compares their versions and
 // contracts (drift).
-func ProvidersEach(ctx context.Context, members []multicluster.Member) *ProvidersView {
+func providersEach(ctx context.Context, members []multicluster.Member) *ProvidersView {
 	results := multicluster.Each(ctx, members, nil, func(ctx context.Context, c *cluster.Client) (*Management, error) {
 		return Providers(ctx, c)
 	})

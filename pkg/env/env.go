@@ -6,6 +6,7 @@ package env
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -34,6 +35,19 @@ func One(c *cluster.Client) Env {
 // Several reports whether the verb runs over more than one management cluster, or over a
 // chosen set (--contexts), whose views name the management cluster of every row.
 func (e Env) Several() bool { return e.Chosen || len(e.Management) > 1 }
+
+// Single is the client of the run's one management cluster (for a verb over one), or why it
+// cannot be used.
+func (e Env) Single() (*cluster.Client, error) {
+	if len(e.Management) != 1 {
+		return nil, fmt.Errorf("this run has %d management clusters, not one", len(e.Management))
+	}
+	m := e.Management[0]
+	if m.Err != nil {
+		return nil, m.Err
+	}
+	return m.Client, nil
+}
 
 // Step reports a progress line when someone listens.
 func (e Env) Step(msg string) {

@@ -29,7 +29,7 @@ var notYetOneCall = map[string]bool{
 	"deletion.Apply": true, "deletion.BuildPlan": true, "deletion.CanI": true,
 	"describe.Discover": true, "describe.Summarize": true, "describe.SummarizeEach": true,
 	"describe.Watch": true, "diagnose.Cluster": true, "diagnose.Clusters": true,
-	"diagnose.ClustersEach": true, "diagnose.Providers": true, "diagnose.ProvidersEach": true,
+	"diagnose.ClustersEach":   true,
 	"fleetupgrade.ApplyFleet": true, "fleetupgrade.ApplyFleetEach": true,
 	"fleetupgrade.History": true, "fleetupgrade.PlanFleet": true, "fleetupgrade.PlanFleetEach": true,
 	"kubeconfig.Get": true, "kubeconfig.ListClusters": true, "move.CanI": true, "move.Run": true,
