@@ -13,6 +13,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -135,11 +136,11 @@ func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
 	return exitCode(multicluster.ViewExit(!rep.Partial(), !rep.Healthy, true))
 }
 
-// DiagnoseClustersOptions are the flags of `diagnose clusters`: FleetOptions is the one
+// DiagnoseClustersOptions are the flags of `diagnose clusters`: ClustersRequest is the one
 // request (its namespace is the flag's, empty for the kubeconfig context's).
 type DiagnoseClustersOptions struct {
 	deps
-	diagnose.FleetOptions
+	diagnose.ClustersRequest
 	Output output.Format
 	Color  *bool
 	// Contexts are the management clusters of --contexts/--all-contexts.
@@ -150,7 +151,7 @@ type DiagnoseClustersOptions struct {
 }
 
 func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
-	o := &DiagnoseClustersOptions{deps: f.deps(), FleetOptions: diagnose.FleetOptions{Options: diagnose.Options{Now: time.Now}}}
+	o := &DiagnoseClustersOptions{deps: f.deps(), ClustersRequest: diagnose.ClustersRequest{Options: diagnose.Options{Now: time.Now}}}
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "Diagnose every cluster of a namespace (or all): one line per cluster, problems first",
@@ -186,58 +187,38 @@ func (o *DiagnoseClustersOptions) complete([]string) error {
 	if o.flags.Changed("color") {
 		o.Color = &o.color
 	}
-	if err := o.FleetOptions.Validate(); err != nil {
+	if err := o.ClustersRequest.Validate(); err != nil {
 		return usageError{err}
 	}
 	return checkContextsFlags(o.flags, o.Contexts)
 }
 
-// runDiagnoseClusters makes the one diagnose.Clusters (or ClustersEach) call and prints the fleet.
+// runDiagnoseClusters makes the one diagnose.RunClusters call and prints the fleet.
 func runDiagnoseClusters(ctx context.Context, o *DiagnoseClustersOptions) error {
-	if o.Contexts.Enabled() {
-		return runDiagnoseClustersEach(ctx, o)
+	if o.Color != nil {
+		o.IO.ForceColor(*o.Color)
 	}
-	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
+	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
 	if err != nil {
 		return err
 	}
-	req := o.FleetOptions
-	req.Namespace = ns
-	fr, err := diagnose.Clusters(ctx, c, req)
+	res, err := diagnose.RunClusters(ctx, e, o.ClustersRequest)
 	if err != nil {
 		return err
 	}
-	if len(fr.Clusters) == 0 && !o.Output.Structured() {
-		where := "namespace " + ns
+	if res.Empty() && !o.Output.Structured() {
+		where := "namespace " + res.Namespace
 		if o.AllNamespaces {
 			where = "any namespace"
 		}
 		o.Logger().Info("No clusters found in " + where)
 		return nil
 	}
-	err = output.Render(o.IO.Out, o.Output, fr, func(w io.Writer) error {
-		return diagnose.RenderFleet(w, fr, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
+	err = output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error {
+		return res.RenderText(w, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
 	})
 	if err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(!fr.Partial(), !fr.Healthy, true))
-}
-
-// runDiagnoseClustersEach diagnoses the clusters of several management clusters as one view.
-func runDiagnoseClustersEach(ctx context.Context, o *DiagnoseClustersOptions) error {
-	if o.Color != nil {
-		o.IO.ForceColor(*o.Color)
-	}
-	members, err := o.Members(ctx, o.Contexts)
-	if err != nil {
-		return err
-	}
-	v := diagnose.ClustersEach(ctx, members, o.FleetOptions)
-	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error {
-		return diagnose.RenderFleetView(w, v, diagnose.RenderOptions{Now: o.Now(), Color: o.IO.ColorEnabled()})
-	}); err != nil {
-		return err
-	}
-	return exitCode(multicluster.ExitCodeOf(v.ManagementClusters, !v.Partial(), true))
+	return exitCode(res.ExitCode())
 }

@@ -109,7 +109,7 @@ var flagCases = map[string]flagCase{
 	}),
 	"capctl diagnose clusters": capture(newCmdDiagnoseClusters, []string{"-n", "prod", "--stuck-after", "1h"}, func(t *testing.T, o *DiagnoseClustersOptions) {
 		if o.Namespace != "prod" || o.StuckAfter != time.Hour || o.Concurrency != diagnose.DefaultConcurrency || !o.Workload {
-			t.Errorf("request %+v", o.FleetOptions)
+			t.Errorf("request %+v", o.ClustersRequest)
 		}
 	}),
 	"capctl topology plan": capture(newCmdTopologyPlan, []string{"-f", "classes/", "-f", "-", "-n", "prod", "--cluster", "a,b", "-l", "tier=web", "--diff", "--save", "p.json", "-o", "json"}, func(t *testing.T, o *TopologyPlanOptions) {

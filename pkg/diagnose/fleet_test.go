@@ -26,7 +26,7 @@ import (
 func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.Env, timeout time.Duration, wantRead []string) (*diagnose.FleetReport, int64) {
 	t.Helper()
 	before := mgmt.Client.Requests()
-	fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.FleetOptions{AllNamespaces: true,
+	fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{AllNamespaces: true,
 		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func testFleetOnAPIServer(ctx context.Context, t *testing.T, mgmt *testenv.Env) 
 		diagnosetest.NewCluster(fmt.Sprintf("more-%02d", i), "c").Create(ctx, t, mgmt)
 	}
 	before := mgmt.Client.Requests()
-	if _, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.FleetOptions{AllNamespaces: true,
+	if _, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{AllNamespaces: true,
 		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}}); err != nil {
 		t.Fatal(err)
 	}

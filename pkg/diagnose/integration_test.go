@@ -193,7 +193,7 @@ func TestRulesOnAPIServer(t *testing.T) {
 	t.Run("fleet lists problems first with their root cause", func(t *testing.T) {
 		healthy := diagnosetest.NewCluster("fine", "c")
 		healthy.Create(ctx, t, mgmt)
-		fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.FleetOptions{Options: diagnose.Options{Workload: false, Now: fixedNow}, AllNamespaces: true})
+		fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{Options: diagnose.Options{Workload: false, Now: fixedNow}, AllNamespaces: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,10 +57,10 @@ func renderUnread(w io.Writer, ms []multicluster.ManagementCluster, by map[strin
 	return nil
 }
 
-// ClustersEach runs Clusters on every management cluster, concurrently (bounded), with the
+// clustersEach runs Clusters on every management cluster, concurrently (bounded), with the
 // namespace resolved in each one. A management cluster that cannot be read is reported in its
 // summary; the others are still diagnosed.
-func ClustersEach(ctx context.Context, members []multicluster.Member, opts FleetOptions) *FleetView {
+func clustersEach(ctx context.Context, members []multicluster.Member, opts ClustersRequest) *FleetView {
 	results := multicluster.Each(ctx, members, nil, func(ctx context.Context, c *cluster.Client) (*FleetReport, error) {
 		o := opts
 		o.Namespace = c.NamespaceOr(opts.Namespace)

@@ -166,7 +166,7 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("diagnose clusters", func(t *testing.T) {
-		fr, err := diagnose.Clusters(ctx, user, diagnose.FleetOptions{Options: diagnose.Options{Now: fixedNow}, AllNamespaces: true})
+		fr, err := diagnose.Clusters(ctx, user, diagnose.ClustersRequest{Options: diagnose.Options{Now: fixedNow}, AllNamespaces: true})
 		if err != nil {
 			t.Fatalf("diagnose clusters stops over a forbidden kind: %v", err)
 		}

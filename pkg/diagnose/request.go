@@ -21,7 +21,7 @@ import (
 const DefaultConcurrency = 16
 
 // Validate checks the fleet options without any I/O; its errors name the flags.
-func (o FleetOptions) Validate() error {
+func (o ClustersRequest) Validate() error {
 	if err := cluster.CheckNamespace(o.Namespace); err != nil {
 		return err
 	}
@@ -54,8 +54,8 @@ func Cluster(ctx context.Context, c client.Client, opts Options) (*Report, error
 	return rep, nil
 }
 
-// FleetOptions select the clusters of `diagnose clusters`.
-type FleetOptions struct {
+// ClustersRequest select the clusters of `diagnose clusters`.
+type ClustersRequest struct {
 	Options
 	AllNamespaces bool
 	// Concurrency: workload clusters read at once (default DefaultConcurrency).
@@ -102,7 +102,7 @@ type FleetRow struct {
 // clusters whose management-side state needs them (Input.NeedsWorkload: Nodes, CNI, PDBs) are
 // read, opts.Concurrency at a time, each within opts.WorkloadTimeout, so a workload API server
 // that does not answer costs its row that budget and stalls no other row.
-func Clusters(ctx context.Context, c client.Client, opts FleetOptions) (*FleetReport, error) {
+func Clusters(ctx context.Context, c client.Client, opts ClustersRequest) (*FleetReport, error) {
 	var snaps []*describe.Snapshot
 	var mgmt *Management
 	var mgmtErr error

@@ -14,17 +14,17 @@ func TestOptionsValidateNames(t *testing.T) {
 	if err := (Options{Name: "C_1"}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid cluster name "C_1"`) {
 		t.Errorf("bad name: %v", err)
 	}
-	if err := (FleetOptions{Options: Options{Namespace: "a/b"}, Concurrency: 1}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid namespace "a/b"`) {
+	if err := (ClustersRequest{Options: Options{Namespace: "a/b"}, Concurrency: 1}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid namespace "a/b"`) {
 		t.Errorf("bad namespace: %v", err)
 	}
 }
 
 func TestFleetOptionsValidate(t *testing.T) {
-	if err := (FleetOptions{Concurrency: DefaultConcurrency}).Validate(); err != nil {
+	if err := (ClustersRequest{Concurrency: DefaultConcurrency}).Validate(); err != nil {
 		t.Errorf("default: %v", err)
 	}
 	for _, n := range []int{0, -1} {
-		if err := (FleetOptions{Concurrency: n}).Validate(); err == nil || !strings.Contains(err.Error(), "--concurrency must be at least 1") {
+		if err := (ClustersRequest{Concurrency: n}).Validate(); err == nil || !strings.Contains(err.Error(), "--concurrency must be at least 1") {
 			t.Errorf("%d: %v", n, err)
 		}
 	}

@@ -1,0 +1,55 @@
+package diagnose
+
+import (
+	"context"
+	"io"
+
+	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/multicluster"
+)
+
+// ClustersResult is `diagnose clusters` over the Env: one management cluster's fleet report, or
+// several's as one view.
+type ClustersResult struct {
+	multicluster.OneOrMany[*FleetReport, *FleetView]
+	// Namespace is where the one management cluster's clusters were looked for (the context's
+	// namespace when the request named none; unused with all namespaces or several).
+	Namespace string
+}
+
+// RunClusters is `capctl diagnose clusters` over the Env's management clusters, the namespace
+// resolved in each (the request's, else the kubeconfig context's).
+func RunClusters(ctx context.Context, e env.Env, req ClustersRequest) (*ClustersResult, error) {
+	if e.Several() {
+		return &ClustersResult{OneOrMany: multicluster.OneOrMany[*FleetReport, *FleetView]{Many: clustersEach(ctx, e.Management, req), Several: true}}, nil
+	}
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	req.Namespace = c.NamespaceOr(req.Namespace)
+	fr, err := Clusters(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	return &ClustersResult{OneOrMany: multicluster.OneOrMany[*FleetReport, *FleetView]{One: fr}, Namespace: req.Namespace}, nil
+}
+
+// Empty reports a run over one management cluster that found no cluster.
+func (r *ClustersResult) Empty() bool { return !r.Several && len(r.One.Clusters) == 0 }
+
+// RenderText prints one line per cluster, problems first (with a MANAGEMENT column over several).
+func (r *ClustersResult) RenderText(w io.Writer, o RenderOptions) error {
+	if r.Several {
+		return RenderFleetView(w, r.Many, o)
+	}
+	return RenderFleet(w, r.One, o)
+}
+
+// ExitCode is 3 for a partial view, 2 when a cluster has a problem, else 0.
+func (r *ClustersResult) ExitCode() int {
+	if r.Several {
+		return multicluster.ExitCodeOf(r.Many.ManagementClusters, !r.Many.Partial(), true)
+	}
+	return multicluster.ViewExit(!r.One.Partial(), !r.One.Healthy, true)
+}
