@@ -13,6 +13,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -197,42 +198,32 @@ func (o *describeClustersOptions) complete([]string) error {
 	return nil
 }
 
-// runDescribeClusters makes the one describe.Summarize (or SummarizeEach) call and prints the rows.
+// runDescribeClusters makes the one describe.RunClusters call and prints the rows.
 func runDescribeClusters(ctx context.Context, o *describeClustersOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	if o.Contexts.Enabled() {
-		members, err := o.Members(ctx, o.Contexts)
-		if err != nil {
-			return err
-		}
-		v := describe.SummarizeEach(ctx, members, describe.SummaryOptions{Namespace: o.Namespace, AllNamespaces: o.AllNamespaces})
-		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error {
-			return describe.RenderSummaryView(w, v, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
-		}); err != nil {
-			return err
-		}
-		return multiExit(v.ManagementClusters, false)
-	}
-	c, err := o.Cluster(ctx)
+	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
 	if err != nil {
 		return err
 	}
-	ns := c.NamespaceOr(o.Namespace)
-	rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{Namespace: ns, AllNamespaces: o.AllNamespaces})
+	res, err := describe.RunClusters(ctx, e, describe.SummaryRequest{Namespace: o.Namespace, AllNamespaces: o.AllNamespaces})
 	if err != nil {
 		return err
 	}
-	return output.Render(o.IO.Out, o.Output, rows, func(w io.Writer) error {
-		if len(rows) == 0 {
-			where := "namespace " + ns
+	err = output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error {
+		if res.Empty() {
+			where := "namespace " + res.Namespace
 			if o.AllNamespaces {
 				where = "any namespace"
 			}
 			o.Logger().Info("No clusters found in " + where)
 			return nil
 		}
-		return describe.RenderSummary(w, rows, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
+		return res.RenderText(w, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
 	})
+	if err != nil {
+		return err
+	}
+	return exitCode(res.ExitCode())
 }

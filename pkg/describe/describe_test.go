@@ -140,7 +140,7 @@ func TestDescribeV1Beta1Only(t *testing.T) {
 
 	// The fleet summary reads the v1beta2 counters under status.v1beta2 and the version from the
 	// v1beta1 control plane.
-	rows, err := describe.Summarize(context.Background(), old.Client, describe.SummaryOptions{AllNamespaces: true})
+	rows, err := describe.Summarize(context.Background(), old.Client, describe.SummaryRequest{AllNamespaces: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +205,10 @@ func TestDescribeBadInput(t *testing.T) {
 	if !errors.As(err, &nsErr) {
 		t.Errorf("namespace not found: %v", err)
 	}
-	if _, err := describe.Summarize(ctx, env.Client, describe.SummaryOptions{Namespace: "no-such-namespace"}); !errors.As(err, &nsErr) {
+	if _, err := describe.Summarize(ctx, env.Client, describe.SummaryRequest{Namespace: "no-such-namespace"}); !errors.As(err, &nsErr) {
 		t.Errorf("summary of a missing namespace: %v", err)
 	}
-	rows, err := describe.Summarize(ctx, env.Client, describe.SummaryOptions{Namespace: "topology"})
+	rows, err := describe.Summarize(ctx, env.Client, describe.SummaryRequest{Namespace: "topology"})
 	if err != nil || len(rows) != 1 || rows[0].Version != "v1.34.1" || rows[0].ClusterClass != "quick-start" || rows[0].Reason != "NotAvailable" {
 		t.Errorf("summary of the topology namespace: %v %+v", err, rows)
 	}

@@ -22,7 +22,7 @@ import (
 //
 // A referenced object that the list of its kind does not hold is reported missing, with the
 // message Fetch gives for it; a reference to another namespace than the listed one is read by GET.
-func FetchFleet(ctx context.Context, c Reader, opts SummaryOptions) ([]*Snapshot, error) {
+func FetchFleet(ctx context.Context, c Reader, opts SummaryRequest) ([]*Snapshot, error) {
 	d, clusterGVK, ns, err := fleetScope(c, opts)
 	if err != nil {
 		return nil, err

@@ -16,11 +16,11 @@ type SummaryView struct {
 	Clusters []ClusterSummary `json:"clusters"`
 }
 
-// SummarizeEach runs Summarize on every management cluster, concurrently (bounded), with the
+// summarizeEach runs Summarize on every management cluster, concurrently (bounded), with the
 // namespace resolved in each one (-n, else that context's namespace; -A every namespace). A
 // namespace that one management cluster lacks holds no clusters there; a management cluster
 // that cannot be read is reported in its summary, and the others are still shown.
-func SummarizeEach(ctx context.Context, members []multicluster.Member, opts SummaryOptions) *SummaryView {
+func summarizeEach(ctx context.Context, members []multicluster.Member, opts SummaryRequest) *SummaryView {
 	results := multicluster.Each(ctx, members, nil, func(ctx context.Context, c *cluster.Client) ([]ClusterSummary, error) {
 		o := opts
 		o.Namespace = c.NamespaceOr(opts.Namespace)

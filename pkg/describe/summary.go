@@ -61,8 +61,8 @@ func countOr(v *int32) string {
 	return fmt.Sprint(*v)
 }
 
-// SummaryOptions select the clusters of `describe clusters`.
-type SummaryOptions struct {
+// SummaryRequest select the clusters of `describe clusters`.
+type SummaryRequest struct {
 	// Namespace to list; empty with AllNamespaces lists every namespace.
 	Namespace     string
 	AllNamespaces bool
@@ -79,7 +79,7 @@ const summaryKindLimit = 4
 // pages to overlap the control plane lists with them: 1000 Clusters in 4 pages were 3–8× slower
 // than in one request (measured on envtest's kube-apiserver v1.37 on a loaded machine). Why is not
 // settled: the server's metrics show later pages served from its watch cache, not from etcd.
-func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSummary, error) {
+func Summarize(ctx context.Context, c Reader, opts SummaryRequest) ([]ClusterSummary, error) {
 	d, gvk, ns, err := fleetScope(c, opts)
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func Summarize(ctx context.Context, c Reader, opts SummaryOptions) ([]ClusterSum
 
 // fleetScope is where a fleet read starts: the served Cluster kind and the namespace to list
 // ("" for all namespaces).
-func fleetScope(c Reader, opts SummaryOptions) (*discoverer, schema.GroupVersionKind, string, error) {
+func fleetScope(c Reader, opts SummaryRequest) (*discoverer, schema.GroupVersionKind, string, error) {
 	d := &discoverer{c: c, versions: map[schema.GroupKind]versionResult{}}
 	gvk, ok, err := d.servedGVK(contract.Group, "Cluster")
 	if err != nil {
@@ -162,7 +162,7 @@ func fleetScope(c Reader, opts SummaryOptions) (*discoverer, schema.GroupVersion
 
 // namespaceExists says, when a namespace holds no Cluster, whether that is because the namespace
 // does not exist (an error) rather than an empty namespace (no rows).
-func (d *discoverer) namespaceExists(ctx context.Context, gvk schema.GroupVersionKind, clusters []unstructured.Unstructured, opts SummaryOptions) error {
+func (d *discoverer) namespaceExists(ctx context.Context, gvk schema.GroupVersionKind, clusters []unstructured.Unstructured, opts SummaryRequest) error {
 	if len(clusters) > 0 || opts.AllNamespaces {
 		return nil
 	}

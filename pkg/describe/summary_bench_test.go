@@ -95,7 +95,7 @@ func BenchmarkDescribeClustersFleet(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rows, err := describe.Summarize(ctx, c, describe.SummaryOptions{AllNamespaces: true})
+			rows, err := describe.Summarize(ctx, c, describe.SummaryRequest{AllNamespaces: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func TestSummarizeFleet(t *testing.T) {
 	}
 	describetest.ApplyConcurrently(ctx, t, env.Client, objs, 32)
 
-	summarize := func(opts describe.SummaryOptions) ([]describe.ClusterSummary, int64) {
+	summarize := func(opts describe.SummaryRequest) ([]describe.ClusterSummary, int64) {
 		t.Helper()
 		c, err := cluster.New(cluster.Options{Kubeconfig: env.Kubeconfig})
 		if err != nil {
@@ -56,11 +56,11 @@ func TestSummarizeFleet(t *testing.T) {
 		}
 		return out
 	}
-	all, allRequests := summarize(describe.SummaryOptions{AllNamespaces: true})
+	all, allRequests := summarize(describe.SummaryRequest{AllNamespaces: true})
 	if got := len(fleetOnly(all)); got != clusters {
 		t.Fatalf("%d fleet rows, want %d", got, clusters)
 	}
-	one, oneRequests := summarize(describe.SummaryOptions{Namespace: "fleet-001"})
+	one, oneRequests := summarize(describe.SummaryRequest{Namespace: "fleet-001"})
 	if len(one) != perNamespace {
 		t.Fatalf("%d rows in fleet-001, want %d", len(one), perNamespace)
 	}
@@ -74,7 +74,7 @@ func TestSummarizeFleet(t *testing.T) {
 		"controlPlaneRef": map[string]any{"apiGroup": "controlplane.example.com", "kind": "FooControlPlane", "name": "odd"},
 	}, nil)
 	describetest.Apply(ctx, t, env.Client, []*unstructured.Unstructured{odd})
-	all, _ = summarize(describe.SummaryOptions{AllNamespaces: true})
+	all, _ = summarize(describe.SummaryRequest{AllNamespaces: true})
 	all = fleetOnly(all)
 	if len(all) != clusters+1 {
 		t.Fatalf("%d fleet rows, want %d", len(all), clusters+1)
@@ -82,9 +82,9 @@ func TestSummarizeFleet(t *testing.T) {
 
 	// Lists read in pages of 6 give the same rows, one request per page.
 	restore := describe.SetListPageSize(6)
-	paged, pagedRequests := summarize(describe.SummaryOptions{Namespace: "fleet-002"})
+	paged, pagedRequests := summarize(describe.SummaryRequest{Namespace: "fleet-002"})
 	restore()
-	unpaged, unpagedRequests := summarize(describe.SummaryOptions{Namespace: "fleet-002"})
+	unpaged, unpagedRequests := summarize(describe.SummaryRequest{Namespace: "fleet-002"})
 	if !reflect.DeepEqual(paged, unpaged) {
 		t.Errorf("paged rows differ from unpaged ones:\n%+v\n%+v", paged, unpaged)
 	}

@@ -109,7 +109,7 @@ func Clusters(ctx context.Context, c client.Client, opts ClustersRequest) (*Flee
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
-		snaps, err = describe.FetchFleet(gctx, c, describe.SummaryOptions{Namespace: opts.Namespace, AllNamespaces: opts.AllNamespaces})
+		snaps, err = describe.FetchFleet(gctx, c, describe.SummaryRequest{Namespace: opts.Namespace, AllNamespaces: opts.AllNamespaces})
 		return err
 	})
 	g.Go(func() error {

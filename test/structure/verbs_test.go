@@ -27,8 +27,7 @@ var featurePackages = map[string]bool{
 var notYetOneCall = map[string]bool{
 	"authz.CanI": true, "clusterinit.Init": true, "clusterinit.ListImages": true, "convert.Run": true,
 	"deletion.Apply": true, "deletion.BuildPlan": true, "deletion.CanI": true,
-	"describe.Discover": true, "describe.Summarize": true, "describe.SummarizeEach": true,
-	"describe.Watch": true, "diagnose.Cluster": true,
+	"describe.Discover": true, "describe.Watch": true, "diagnose.Cluster": true,
 	"fleetupgrade.ApplyFleet": true, "fleetupgrade.ApplyFleetEach": true,
 	"fleetupgrade.History": true, "fleetupgrade.PlanFleet": true, "fleetupgrade.PlanFleetEach": true,
 	"kubeconfig.Get": true, "kubeconfig.ListClusters": true, "move.CanI": true, "move.Run": true,
