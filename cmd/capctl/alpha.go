@@ -8,6 +8,7 @@ import (
 
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/rollout"
 )
 
@@ -49,7 +50,7 @@ type RolloutOptions struct {
 var rolloutHelp = map[rollout.Action]struct{ short, long, example string }{
 	rollout.Restart: {
 		"Restart a cluster-api resource",
-		"Restart a MachineDeployment or control plane: spec.rollout.after is set to now, so every Machine it has now is replaced. Paused resources, and resources whose rollout.after is in the future, are refused. The Machines that will be replaced are listed.",
+		"Restart a MachineDeployment or control plane: spec.rollout.after is set to now, so every Machine it has now is replaced. Paused resources, and resources whose rollout.after is in the future, are refused. The Machines that will be replaced are listed.\n\nWhen a Cluster's topology (ClusterClass) manages the object, the topology controller owns it, so the restart is set in the Cluster instead (spec.topology.controlPlane.rollout.after, or spec.topology.workers.machineDeployments[].rollout.after of the object's MachineDeployment topology), which that controller copies onto the object; all of one Cluster's objects are set in one patch of the Cluster, applied only if the Cluster has not changed since it was read.",
 		"  # Restart a MachineDeployment\n  capctl alpha rollout restart machinedeployment/my-md-0\n\n  # Restart a KubeadmControlPlane\n  capctl alpha rollout restart kubeadmcontrolplane/my-kcp\n\n  # See which Machines every MachineDeployment of a cluster would replace\n  capctl alpha rollout restart --all --cluster prod-1 -n team-a --dry-run",
 	},
 	rollout.Pause: {
@@ -99,7 +100,7 @@ func runRollout(ctx context.Context, o *RolloutOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := rollout.Run(ctx, c, o.Request)
+	res, err := rollout.Run(ctx, env.One(c), o.Request)
 	if err != nil {
 		return err
 	}

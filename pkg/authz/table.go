@@ -94,7 +94,7 @@ var Commands = []Command{
 		{Target, "*", []string{EveryMovedKind}, []string{"get", "list", "create", "patch", "update"}, InNamespace, "create paused, verify, unpause"},
 	}},
 	{Name: "rollout", Rules: []Rule{
-		{Management, "*", []string{EveryRolledKind}, []string{"get", "patch"}, InNamespace, "restart, pause, resume, undo of the objects named (MachineDeployments, control planes)"},
+		{Management, "*", []string{EveryRolledKind}, []string{"get", "patch"}, InNamespace, "restart, pause, resume, undo of the objects named (MachineDeployments, control planes; for a restart of those a Cluster's topology manages, the Cluster instead)"},
 		{Management, contract.Group, []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
 		{Management, contract.Group, []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
 		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},

@@ -22,6 +22,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		if res.Action == Restart {
 			line += fmt.Sprintf(", rollout after %s", res.Time)
 		}
+		if t.Via != "" {
+			line += " (set in " + t.Via + ", which its topology controller copies)"
+		}
 		fmt.Fprintln(w, line)
 		if res.Action != Restart {
 			continue

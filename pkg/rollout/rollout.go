@@ -25,6 +25,7 @@ import (
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // Action is what to do with the targets.
@@ -66,8 +67,6 @@ type Request struct {
 	Cluster  string
 	// DryRun checks everything and reports, changing nothing.
 	DryRun bool
-	// Now is the restart time (zero: the current time).
-	Now time.Time
 }
 
 // Validate checks the request before any cluster call.
@@ -147,17 +146,24 @@ type Result struct {
 // Target is one object the action applies to.
 type Target struct {
 	// Ref is the resource as clusterctl writes it in errors: machinedeployment/md-0.
-	Ref        string    `json:"resource"`
-	Kind       string    `json:"kind"`
-	APIVersion string    `json:"apiVersion"`
-	Namespace  string    `json:"namespace"`
-	Name       string    `json:"name"`
-	Cluster    string    `json:"cluster,omitempty"`
-	Patch      string    `json:"patch"`
-	Machines   []Machine `json:"machines,omitempty"`
+	Ref        string `json:"resource"`
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Cluster    string `json:"cluster,omitempty"`
+	Patch      string `json:"patch"`
+	// Via names the field a restart sets when a Cluster's topology manages the target: the
+	// Cluster's, which the topology controller copies onto the target (Patch is then the
+	// Cluster's JSON patch).
+	Via      string    `json:"via,omitempty"`
+	Machines []Machine `json:"machines,omitempty"`
 
 	obj       *unstructured.Unstructured
 	patchType types.PatchType
+	// through is the Cluster patched instead of obj, with ops.
+	through *unstructured.Unstructured
+	ops     []jsonOp
 }
 
 // Machine is one Machine a restart replaces.
@@ -185,17 +191,19 @@ func (e *RefusedError) Error() string {
 
 func (e *RefusedError) Unwrap() []error { return e.Reasons }
 
-// Run resolves the targets, checks every one of them, and then (unless DryRun) patches them in
-// order. A refused target refuses the whole command before any change.
-func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
+// Run resolves the targets on the Env's management cluster, checks every one of them, and then
+// (unless DryRun) patches them in order. A refused target refuses the whole command before any
+// change. A restart's time is the Env's clock.
+func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	ns := cluster.NamespaceOr(req.Namespace, c.Namespace)
-	now := req.Now
-	if now.IsZero() {
-		now = time.Now()
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
 	}
+	ns := cluster.NamespaceOr(req.Namespace, c.Namespace)
+	now := e.Clock()
 	r := &resolver{c: c, ns: ns}
 	targets, err := r.targets(ctx, req)
 	if err != nil {
@@ -227,20 +235,55 @@ func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
 	if req.DryRun {
 		return res, nil
 	}
-	for i, t := range targets {
-		if err := c.Patch(ctx, t.obj, client.RawPatch(t.patchType, []byte(t.Patch))); err != nil {
-			done := make([]string, 0, i)
-			for _, d := range targets[:i] {
-				done = append(done, d.Ref)
-			}
-			msg := fmt.Sprintf("failed while patching %s %s/%s: %v", t.Kind, t.Namespace, t.Name, err)
-			if len(done) > 0 {
-				msg += fmt.Sprintf(" (already done: %s; running the command again is safe for the rest)", strings.Join(done, ", "))
-			}
-			return res, errors.New(msg)
-		}
+	if err := apply(ctx, c, targets); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// apply patches the targets in order; the targets a Cluster's topology manages are patched
+// together, in one patch of that Cluster.
+func apply(ctx context.Context, c *cluster.Client, targets []Target) error {
+	var done []string
+	patched := map[*unstructured.Unstructured]bool{}
+	for i := range targets {
+		t := &targets[i]
+		if t.through != nil && patched[t.through] {
+			continue
+		}
+		obj, patch := t.obj, client.RawPatch(t.patchType, []byte(t.Patch))
+		refs := []string{t.Ref}
+		if t.through != nil {
+			var same []*Target
+			refs = nil
+			for j := i; j < len(targets); j++ {
+				if targets[j].through == t.through {
+					same = append(same, &targets[j])
+					refs = append(refs, targets[j].Ref)
+				}
+			}
+			body, err := clusterPatch(t.through, same)
+			if err != nil {
+				return err
+			}
+			obj, patch = t.through.DeepCopy(), client.RawPatch(types.JSONPatchType, body)
+			patched[t.through] = true
+		}
+		if err := c.Patch(ctx, obj, patch); err != nil {
+			msg := fmt.Sprintf("failed while patching %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+			if t.through != nil && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)) {
+				msg = fmt.Sprintf("Cluster %s/%s changed after capctl read it, so nothing of it was patched (%s not restarted): %v", obj.GetNamespace(), obj.GetName(), strings.Join(refs, ", "), err)
+			}
+			if len(done) > 0 {
+				msg += fmt.Sprintf(" (already done: %s; running the command again is safe for the rest)", strings.Join(done, ", "))
+			} else {
+				msg += " (nothing was changed; run the command again)"
+			}
+			return errors.New(msg)
+		}
+		done = append(done, refs...)
+	}
+	return nil
 }
 
 // checkPermissions is the rollout's permission preflight (the table's "rollout" rules with the
@@ -250,6 +293,11 @@ func Run(ctx context.Context, c *cluster.Client, req Request) (*Result, error) {
 func checkPermissions(ctx context.Context, c *cluster.Client, targets []Target, ns string) error {
 	objs := make([]unstructured.Unstructured, 0, len(targets))
 	for _, t := range targets {
+		// A target a topology manages was read (get proven); its Cluster is patched instead.
+		if t.through != nil {
+			objs = append(objs, *t.through)
+			continue
+		}
 		objs = append(objs, *t.obj)
 	}
 	kinds, err := authz.Resources(c.Mapper, objs)
@@ -266,6 +314,10 @@ type resolver struct {
 	ns string
 
 	versions map[string]string // preferred version by group
+	// topologyFields: whether the Cluster kind has the topology rollout fields (nil: not read).
+	topologyFields *bool
+	// clusters are the Clusters read for topology-managed targets (nil: no topology).
+	clusters map[client.ObjectKey]*unstructured.Unstructured
 }
 
 func (r *resolver) preferred(group string) (string, error) {
@@ -440,6 +492,13 @@ func (r *resolver) prepare(ctx context.Context, t *Target, action Action, now ti
 			if at, err := time.Parse(time.RFC3339, s); err == nil && at.After(now) {
 				return fmt.Errorf("can't update %s (remove '%s' first): %s", kind, strings.Join(afterPath, "."), t.Ref)
 			}
+		}
+		cl, err := r.topologyCluster(ctx, t)
+		if err != nil {
+			return err
+		}
+		if cl != nil {
+			return restartThroughTopology(t, cl, now)
 		}
 		t.patchType = types.MergePatchType
 		t.Patch = mergePatch(afterPath, fmt.Sprintf("%q", now.UTC().Format(time.RFC3339)))

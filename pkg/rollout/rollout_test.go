@@ -15,6 +15,8 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cluster"
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 func TestRequestValidate(t *testing.T) {
@@ -63,13 +65,18 @@ type fixture struct {
 
 func (f fixture) get(t *testing.T, kind, name string) *unstructured.Unstructured {
 	t.Helper()
+	return f.getIn(t, "team-a", kind, name)
+}
+
+func (f fixture) getIn(t *testing.T, ns, kind, name string) *unstructured.Unstructured {
+	t.Helper()
 	group := "cluster.x-k8s.io"
 	if strings.HasSuffix(kind, "ControlPlane") {
 		group = "controlplane.cluster.x-k8s.io"
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1beta2", Kind: kind})
-	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: "team-a", Name: name}, u); err != nil {
+	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -78,7 +85,21 @@ func (f fixture) get(t *testing.T, kind, name string) *unstructured.Unstructured
 func (f fixture) run(t *testing.T, req Request) (*Result, error) {
 	t.Helper()
 	req.Namespace = "team-a"
-	return Run(f.ctx, f.env.Client, req)
+	return Run(f.ctx, capenv.One(f.env.Client), req)
+}
+
+// runAt runs req with the clock stopped at now.
+func (f fixture) runAt(t *testing.T, now time.Time, req Request) (*Result, error) {
+	t.Helper()
+	req.Namespace = "team-a"
+	return Run(f.ctx, atClock(f.env.Client, now), req)
+}
+
+// at is the Env of c with the clock stopped at now.
+func atClock(c *cluster.Client, now time.Time) capenv.Env {
+	e := capenv.One(c)
+	e.Now = func() time.Time { return now }
+	return e
 }
 
 func wantErr(t *testing.T, err error, want string) {
@@ -96,14 +117,15 @@ func TestRolloutOnAPIServer(t *testing.T) {
 		filepath.Join(fixtures, "crds", "controlplane.cluster.x-k8s.io.yaml"),
 		filepath.Join("testdata", "example-controlplanes-crd.yaml"),
 	}})
-	env.CreateNamespaces(t, "team-a")
+	env.CreateNamespaces(t, "team-a", "team-b")
 	testenv.CreateFromFile(t, env.Client, filepath.Join("testdata", "objects.yaml"))
 	testenv.CreateFromFile(t, env.Client, filepath.Join("testdata", "machines.yaml"))
+	testenv.CreateFromFile(t, env.Client, filepath.Join("testdata", "topology.yaml"))
 	f := fixture{env: env, ctx: testenv.Context(t)}
 	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 
 	t.Run("restart dry run lists the Machines and changes nothing", func(t *testing.T) {
-		res, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}, DryRun: true, Now: now})
+		res, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +147,7 @@ func TestRolloutOnAPIServer(t *testing.T) {
 			before[k[1]] = f.get(t, k[0], k[1]).GetResourceVersion()
 		}
 		for _, dry := range []bool{true, false} {
-			_, err := Run(f.ctx, operator, Request{Namespace: "team-a", Action: Restart, DryRun: dry, Now: now,
+			_, err := Run(f.ctx, atClock(operator, now), Request{Namespace: "team-a", Action: Restart, DryRun: dry,
 				Resources: []string{"kubeadmcontrolplane/prod-1-control-plane", "machinedeployment/prod-1-md-0"}})
 			var perr *authz.PreflightError
 			if !errors.As(err, &perr) {
@@ -145,24 +167,24 @@ func TestRolloutOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("restart sets spec.rollout.after; a later restart before it is refused", func(t *testing.T) {
-		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"MachineDeployment/prod-1-md-0"}, Now: now}); err != nil {
+		if _, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"MachineDeployment/prod-1-md-0"}}); err != nil {
 			t.Fatal(err)
 		}
 		got, _, _ := unstructured.NestedString(f.get(t, "MachineDeployment", "prod-1-md-0").Object, "spec", "rollout", "after")
 		if got != "2026-12-01T09:30:00Z" {
 			t.Fatalf("rollout.after = %q", got)
 		}
-		_, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}, Now: now.Add(-time.Hour)})
+		_, err := f.runAt(t, now.Add(-time.Hour), Request{Action: Restart, Resources: []string{"machinedeployment/prod-1-md-0"}})
 		wantErr(t, err, "can't update MachineDeployment (remove 'spec.rollout.after' first): machinedeployment/prod-1-md-0")
 		// Once that time has passed, a restart is accepted again.
-		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"md/prod-1-md-0"}, Now: now.Add(time.Hour)}); err != nil {
+		if _, err := f.runAt(t, now.Add(time.Hour), Request{Action: Restart, Resources: []string{"md/prod-1-md-0"}}); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("a paused MachineDeployment refuses the whole command", func(t *testing.T) {
 		before := f.get(t, "MachineDeployment", "prod-2-md-0").GetResourceVersion()
-		_, err := f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/prod-2-md-0", "machinedeployment/prod-1-md-batch"}, Now: now})
+		_, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"machinedeployment/prod-2-md-0", "machinedeployment/prod-1-md-batch"}})
 		wantErr(t, err, "can't restart paused MachineDeployment (run rollout resume first): machinedeployment/prod-1-md-batch")
 		if f.get(t, "MachineDeployment", "prod-2-md-0").GetResourceVersion() != before {
 			t.Fatal("prod-2-md-0 was changed although the command was refused")
@@ -194,7 +216,7 @@ func TestRolloutOnAPIServer(t *testing.T) {
 		}
 		_, err := f.run(t, Request{Action: Pause, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
 		wantErr(t, err, "KubeadmControlPlane is already paused: kubeadmcontrolplane/prod-1-control-plane")
-		_, err = f.run(t, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}, Now: now})
+		_, err = f.runAt(t, now, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
 		wantErr(t, err, "can't restart paused KubeadmControlPlane (remove annotation 'cluster.x-k8s.io/paused' first): kubeadmcontrolplane/prod-1-control-plane")
 		if _, err := f.run(t, Request{Action: Resume, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}}); err != nil {
 			t.Fatal(err)
@@ -204,7 +226,7 @@ func TestRolloutOnAPIServer(t *testing.T) {
 		}
 		_, err = f.run(t, Request{Action: Resume, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
 		wantErr(t, err, "KubeadmControlPlane is not currently paused: kubeadmcontrolplane/prod-1-control-plane")
-		res, err := f.run(t, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}, Now: now})
+		res, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/prod-1-control-plane"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,13 +239,13 @@ func TestRolloutOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("other control planes: restart only with the contract's rollout field", func(t *testing.T) {
-		if _, err := f.run(t, Request{Action: Restart, Resources: []string{"ecp/prod-2-control-plane"}, Now: now}); err != nil {
+		if _, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"ecp/prod-2-control-plane"}}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _, _ := unstructured.NestedString(f.get(t, "ExampleControlPlane", "prod-2-control-plane").Object, "spec", "rollout", "after"); got != "2026-12-01T09:30:00Z" {
 			t.Fatalf("rollout.after = %q", got)
 		}
-		_, err := f.run(t, Request{Action: Restart, Resources: []string{"legacycontrolplane/prod-3-control-plane"}, Now: now})
+		_, err := f.runAt(t, now, Request{Action: Restart, Resources: []string{"legacycontrolplane/prod-3-control-plane"}})
 		wantErr(t, err, "can't restart LegacyControlPlane: its CRD has no spec.rollout.after")
 		if _, err := f.run(t, Request{Action: Pause, Resources: []string{"legacycontrolplanes/prod-3-control-plane"}}); err != nil {
 			t.Fatal(err)
@@ -232,7 +254,7 @@ func TestRolloutOnAPIServer(t *testing.T) {
 
 	t.Run("--all and --selector over a cluster's MachineDeployments", func(t *testing.T) {
 		before := env.Client.Requests()
-		res, err := f.run(t, Request{Action: Restart, Selector: "tier=web", Now: now.Add(2 * time.Hour)})
+		res, err := f.runAt(t, now.Add(2*time.Hour), Request{Action: Restart, Selector: "tier=web"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,4 +285,141 @@ func TestRolloutOnAPIServer(t *testing.T) {
 		_, err = f.run(t, Request{Action: Restart, Resources: []string{"machinedeployment/nope"}})
 		wantErr(t, err, "failed to fetch machinedeployment/nope: failed to get MachineDeployment team-a/nope")
 	})
+
+	t.Run("a topology's objects restart through their Cluster", func(t *testing.T) {
+		testRestartThroughTopology(t, f, now)
+	})
+}
+
+// testRestartThroughTopology: a MachineDeployment or control plane a Cluster's topology manages
+// is restarted by setting rollout.after in the Cluster's topology (the topology controller copies
+// it, and would undo a direct write), never by patching the object; the Cluster is patched once
+// for all of its targets, only as it was read; refusals change nothing.
+func testRestartThroughTopology(t *testing.T, f fixture, now time.Time) {
+	run := func(at time.Time, req Request) (*Result, error) {
+		req.Namespace = "team-b"
+		return Run(f.ctx, atClock(f.env.Client, at), req)
+	}
+	cluster := func(name string) *unstructured.Unstructured { return f.getIn(t, "team-b", "Cluster", name) }
+	mdAfter := func(cl *unstructured.Unstructured, name string) string {
+		mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+		for _, md := range mds {
+			m := md.(map[string]any)
+			if m["name"] == name {
+				s, _, _ := unstructured.NestedString(m, "rollout", "after")
+				return s
+			}
+		}
+		t.Fatalf("no MachineDeployment topology %s", name)
+		return ""
+	}
+	objects := [][2]string{{"MachineDeployment", "topo-1-md-0-x7k2p"}, {"MachineDeployment", "topo-1-md-a-9qz4m"}, {"KubeadmControlPlane", "topo-1-cp-5rtw2"}}
+	versions := func() map[string]string {
+		out := map[string]string{}
+		for _, o := range objects {
+			out[o[1]] = f.getIn(t, "team-b", o[0], o[1]).GetResourceVersion()
+		}
+		return out
+	}
+	untouched := versions()
+
+	// A dry run names the Cluster field and changes nothing.
+	before := cluster("topo-1").GetResourceVersion()
+	res, err := run(now, Request{Action: Restart, Resources: []string{"machinedeployment/topo-1-md-0-x7k2p"}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Items[0].Via; got != "Cluster team-b/topo-1 spec.topology.workers.machineDeployments[name=md-0].rollout.after" {
+		t.Fatalf("via %q", got)
+	}
+	if cluster("topo-1").GetResourceVersion() != before {
+		t.Fatal("a dry run changed the Cluster")
+	}
+
+	// md-0 is the second MachineDeployment topology: its own rollout is added; md-a keeps its
+	// strategy beside the new time.
+	if _, err := run(now, Request{Action: Restart, Resources: []string{"machinedeployment/topo-1-md-0-x7k2p"}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := cluster("topo-1")
+	if got := mdAfter(cl, "md-0"); got != "2026-12-01T09:30:00Z" {
+		t.Fatalf("md-0 rollout.after = %q", got)
+	}
+	if got := mdAfter(cl, "md-a"); got != "" {
+		t.Fatalf("md-a rollout.after = %q, want none", got)
+	}
+
+	// --all over the cluster: both MachineDeployment topologies in one patch of the Cluster.
+	later := now.Add(time.Hour)
+	res, err = run(later, Request{Action: Restart, All: true, Cluster: "topo-1"})
+	if err != nil || len(res.Items) != 2 {
+		t.Fatalf("--all: %+v %v", res, err)
+	}
+	cl = cluster("topo-1")
+	for _, md := range []string{"md-0", "md-a"} {
+		if got := mdAfter(cl, md); got != "2026-12-01T10:30:00Z" {
+			t.Fatalf("%s rollout.after = %q", md, got)
+		}
+	}
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	if typ, _, _ := unstructured.NestedString(mds[0].(map[string]any), "rollout", "strategy", "type"); typ != "RollingUpdate" {
+		t.Fatalf("md-a's rollout strategy lost: %v", mds[0])
+	}
+
+	// The control plane: spec.topology.controlPlane, absent until now, is added.
+	if _, err := run(now, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/topo-1-cp-5rtw2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(cluster("topo-1").Object, topologyRolloutPath...); got != "2026-12-01T09:30:00Z" {
+		t.Fatalf("controlPlane rollout.after = %q", got)
+	}
+
+	// A rollout.after in the future is not moved earlier; a paused Cluster rolls nothing out.
+	before = cluster("topo-1").GetResourceVersion()
+	_, err = run(now, Request{Action: Restart, All: true, Cluster: "topo-1"})
+	wantErr(t, err, "can't update MachineDeployment (remove 'spec.topology.workers.machineDeployments[name=md-0].rollout.after' of Cluster team-b/topo-1 first): machinedeployment/topo-1-md-0-x7k2p")
+	_, err = run(now, Request{Action: Restart, Resources: []string{"kubeadmcontrolplane/topo-paused-cp-8hh3d"}})
+	wantErr(t, err, "can't restart KubeadmControlPlane: it is managed by the topology of Cluster team-b/topo-paused, which is paused (spec.paused)")
+	if cluster("topo-1").GetResourceVersion() != before {
+		t.Fatal("a refused restart changed the Cluster")
+	}
+
+	// A Cluster changed between the read and the patch is not patched: the patch tests the
+	// resourceVersion read.
+	targets := []*Target{{Kind: "KubeadmControlPlane", Ref: "kubeadmcontrolplane/topo-1-cp-5rtw2", obj: f.getIn(t, "team-b", "KubeadmControlPlane", "topo-1-cp-5rtw2")}}
+	cl = cluster("topo-1")
+	if err := restartThroughTopology(targets[0], cl, later.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	stale := cl.DeepCopy()
+	cl.SetLabels(map[string]string{"changed": "meanwhile"})
+	if err := f.env.Client.Update(f.ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	body, err := clusterPatch(stale, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.env.Client.Patch(f.ctx, stale, client.RawPatch("application/json-patch+json", body))
+	if err == nil {
+		t.Fatal("a patch of the Cluster as it was before another write was applied")
+	}
+	if got, _, _ := unstructured.NestedString(cluster("topo-1").Object, topologyRolloutPath...); got != "2026-12-01T09:30:00Z" {
+		t.Fatalf("controlPlane rollout.after = %q after a refused patch", got)
+	}
+
+	// Least privilege: patching the Cluster is what it takes, not patching the objects.
+	f.env.GrantAllBut(t, "topology-operator", map[string][]string{
+		"machinedeployments.cluster.x-k8s.io": {"patch", "update"}, "kubeadmcontrolplanes.controlplane.cluster.x-k8s.io": {"patch", "update"}})
+	if _, err := Run(f.ctx, atClock(f.env.User(t, "topology-operator"), later.Add(time.Hour)),
+		Request{Namespace: "team-b", Action: Restart, Resources: []string{"machinedeployment/topo-1-md-0-x7k2p", "kubeadmcontrolplane/topo-1-cp-5rtw2"}}); err != nil {
+		t.Fatalf("a user who may patch Clusters but not the objects their topology owns: %v", err)
+	}
+
+	// The objects the topology owns were never written.
+	for name, rv := range versions() {
+		if untouched[name] != rv {
+			t.Errorf("%s was patched directly", name)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -105,6 +106,13 @@ func TestRolloutRestartLive(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
+	// The in-memory flavor is a ClusterClass: the restart was set in the Cluster's topology and
+	// the topology controller copied it onto the MachineDeployment.
+	if !strings.Contains(out, "set in Cluster "+ns+"/wl-roll spec.topology.workers.machineDeployments[name=md-0].rollout.after") {
+		t.Errorf("restart did not go through the Cluster's topology:\n%s", out)
+	}
+	topologyRestart(t, e, "wl-roll")
+
 	t.Run("converted v1beta1 templates pass the live webhooks", func(t *testing.T) {
 		convertedPassWebhooks(t, e)
 	})
@@ -156,4 +164,91 @@ func convertedPassWebhooks(t *testing.T, e *e2e) {
 		}
 	}
 	t.Logf("%d converted objects accepted by the live webhooks", sent)
+}
+
+// topologyRestart holds the topology-aware restart to the real topology controller on the
+// Cluster name (its md-0 just restarted through the Cluster): the controller has copied the
+// Cluster's rollout.after onto the MachineDeployment, and reverts a direct write of it; a
+// restart of the control plane through the Cluster replaces the control plane Machine.
+func topologyRestart(t *testing.T, e *e2e, name string) {
+	mgmt := e.clusters[0]
+	ctx := context.Background()
+	cl, err := getCluster(ctx, mgmt, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	want, _, _ := unstructured.NestedString(mds[0].(map[string]any), "rollout", "after")
+	if want == "" {
+		t.Fatalf("Cluster %s has no rollout.after for md-0: %v", name, mds[0])
+	}
+	md := func() *unstructured.Unstructured {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(served(mgmt, gvk("cluster.x-k8s.io", "MachineDeploymentList")))
+		if err := mgmt.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{
+			"cluster.x-k8s.io/cluster-name": name, "topology.cluster.x-k8s.io/deployment-name": "md-0"}); err != nil || len(list.Items) != 1 {
+			t.Fatalf("MachineDeployment md-0 of %s: %v (%d found)", name, err, len(list.Items))
+		}
+		return &list.Items[0]
+	}
+	mdAfter := func() string {
+		s, _, _ := unstructured.NestedString(md().Object, "spec", "rollout", "after")
+		return s
+	}
+	if got := mdAfter(); got != want {
+		t.Fatalf("the MachineDeployment's rollout.after is %q, the Cluster's %q", got, want)
+	}
+
+	// A direct write to a field the topology sets is undone by the topology controller.
+	direct := md()
+	patch := []byte(`{"spec":{"rollout":{"after":"2020-01-01T00:00:00Z"}}}`)
+	if err := mgmt.Client.Patch(ctx, direct, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("e2e-direct-write")); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	for mdAfter() != want {
+		if time.Since(begin) > 3*time.Minute {
+			t.Fatalf("the topology controller did not revert a direct write of the MachineDeployment's rollout.after in %s: %q", time.Since(begin).Round(time.Second), mdAfter())
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("a direct write of the MachineDeployment's rollout.after reverted by the topology controller in %s", time.Since(begin).Round(time.Second))
+
+	// The control plane, restarted through the Cluster.
+	controlPlane := func() (names []string, running int) {
+		ms, err := listMachines(ctx, mgmt, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			l := m.GetLabels()
+			if _, cp := l["cluster.x-k8s.io/control-plane"]; !cp || l["cluster.x-k8s.io/cluster-name"] != name || m.GetDeletionTimestamp() != nil {
+				continue
+			}
+			names = append(names, m.GetName())
+			if p, _, _ := unstructured.NestedString(m.Object, "status", "phase"); p == "Running" {
+				running++
+			}
+		}
+		return names, running
+	}
+	before, _ := controlPlane()
+	kcp, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneRef", "name")
+	out := e.mustCapctl(mgmt, "alpha", "rollout", "restart", "kubeadmcontrolplane/"+kcp, "-n", ns)
+	if !strings.Contains(out, "spec.topology.controlPlane.rollout.after") || len(before) != 1 || !strings.Contains(out, before[0]) {
+		t.Errorf("control plane restart (Machines %v):\n%s", before, out)
+	}
+	begin = time.Now()
+	for {
+		names, running := controlPlane()
+		if len(names) == 1 && running == 1 && names[0] != before[0] {
+			t.Logf("control plane Machine %s replaced by %s in %s, restarted through the Cluster's topology", before[0], names[0], time.Since(begin).Round(time.Second))
+			break
+		}
+		if time.Since(begin) > 8*time.Minute {
+			t.Fatalf("control plane Machine %v not replaced after %s: now %v (%d running)\n%s", before, time.Since(begin).Round(time.Second), names, running,
+				e.host.Diagnose(ctx, mgmt, capctlBin, ns, name))
+		}
+		time.Sleep(2 * time.Second)
+	}
 }

@@ -31,7 +31,7 @@ var notYetOneCall = map[string]bool{
 	"fleetupgrade.ApplyFleet": true, "fleetupgrade.ApplyFleetEach": true,
 	"fleetupgrade.History": true, "fleetupgrade.PlanFleet": true, "fleetupgrade.PlanFleetEach": true,
 	"kubeconfig.Get": true, "kubeconfig.ListClusters": true, "move.CanI": true, "move.Run": true,
-	"rollout.Run": true, "templates.GenerateCluster": true, "templates.GenerateYAML": true,
+	"templates.GenerateCluster": true, "templates.GenerateYAML": true,
 	"templates.ListFlavors": true, "upgrade.Apply": true, "upgrade.Plan": true,
 	"upgrade.PlanEach": true,
 }
