@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/kubeconfig"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 func newCmdGet(f *factory) *cobra.Command {
@@ -24,10 +25,9 @@ func newCmdGet(f *factory) *cobra.Command {
 // GetKubeconfigOptions is `capctl get kubeconfig` parsed from its flags and argument.
 type GetKubeconfigOptions struct {
 	deps
-	ClusterName string
-	// Namespace of the Cluster; empty: the kubeconfig context's namespace.
-	Namespace string
-	WriteTo   string
+	// Request is the one kubeconfig request: the cluster and its namespace.
+	Request kubeconfig.GetRequest
+	WriteTo string
 }
 
 const getKubeconfigLong = `
@@ -55,32 +55,31 @@ func newCmdGetKubeconfig(f *factory, runF func(*GetKubeconfigOptions) error) *co
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return completeClusterNames(cmd.Context(), f, o.Namespace), cobra.ShellCompDirectiveNoFileComp
+			return completeClusterNames(cmd.Context(), f, o.Request.Namespace), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: leafRun(o, o.complete, runF, runGetKubeconfig),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the workload cluster. If unspecified, the kubeconfig context's namespace")
+	cmd.Flags().StringVarP(&o.Request.Namespace, "namespace", "n", "", "Namespace of the workload cluster. If unspecified, the kubeconfig context's namespace")
 	cmd.Flags().StringVar(&o.WriteTo, "write-to", "", "Write the kubeconfig to this file (mode 0600) instead of printing it")
 	return cmd
 }
 
 // complete takes the cluster's name and checks it, before any cluster is contacted.
 func (o *GetKubeconfigOptions) complete(args []string) error {
-	o.ClusterName = args[0]
-	if err := cluster.CheckClusterRef(o.ClusterName, o.Namespace); err != nil {
+	o.Request.Cluster = args[0]
+	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-// runGetKubeconfig makes the one kubeconfig.Get call and prints or writes the kubeconfig.
+// runGetKubeconfig makes the one kubeconfig.Run call and prints or writes the kubeconfig.
 func runGetKubeconfig(ctx context.Context, o *GetKubeconfigOptions) error {
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	ns := c.NamespaceOr(o.Namespace)
-	res, err := kubeconfig.Get(ctx, c, ns, o.ClusterName)
+	res, err := kubeconfig.Run(ctx, e, o.Request)
 	if err != nil {
 		return err
 	}
@@ -88,7 +87,7 @@ func runGetKubeconfig(ctx context.Context, o *GetKubeconfigOptions) error {
 		if err := kubeconfig.WriteFile(o.WriteTo, res.Data); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.IO.ErrOut, "Wrote the kubeconfig of cluster %s/%s (Secret %s) to %s\n", ns, o.ClusterName, res.Secret, o.WriteTo)
+		fmt.Fprintf(o.IO.ErrOut, "Wrote the kubeconfig of cluster %s/%s (Secret %s) to %s\n", res.Namespace, res.Cluster, res.Secret, o.WriteTo)
 		return nil
 	}
 	data := res.Data
@@ -108,9 +107,9 @@ func completeClusterNames(ctx context.Context, f *factory, namespace string) []s
 	if err != nil {
 		return nil
 	}
-	names, err := kubeconfig.ListClusters(ctx, c, c.NamespaceOr(namespace))
+	res, err := kubeconfig.Clusters(ctx, env.One(c), kubeconfig.ClustersRequest{Namespace: namespace})
 	if err != nil {
 		return nil
 	}
-	return names
+	return res.Names
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/capctl/capctl/internal/iostreams"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/kubeconfig"
 )
 
 func TestGetKubeconfigCommand(t *testing.T) {
@@ -79,7 +80,7 @@ func TestGetKubeconfigCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	io, _, _, stderr := iostreams.Test()
-	o := &GetKubeconfigOptions{ClusterName: "prod", Namespace: "fleet", WriteTo: file, deps: deps{IO: io,
+	o := &GetKubeconfigOptions{Request: kubeconfig.GetRequest{Cluster: "prod", Namespace: "fleet"}, WriteTo: file, deps: deps{IO: io,
 		Cluster: func(ctx context.Context) (*cluster.Client, error) {
 			return cluster.Connect(ctx, cluster.Options{Kubeconfig: env.Kubeconfig})
 		}}}

@@ -19,6 +19,7 @@ import (
 	"github.com/capctl/capctl/pkg/contract"
 	deletion "github.com/capctl/capctl/pkg/deletion"
 	clusterinit "github.com/capctl/capctl/pkg/init"
+	"github.com/capctl/capctl/pkg/kubeconfig"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
@@ -144,7 +145,7 @@ func TestGenerateProviderFlagsToOptions(t *testing.T) {
 
 func TestGetKubeconfigAndMirrorFlagsToOptions(t *testing.T) {
 	g, err := parseOptions(t, newCmdGetKubeconfig, "c1", "-n", "fleet", "--write-to", "k")
-	if err != nil || g.ClusterName != "c1" || g.Namespace != "fleet" || g.WriteTo != "k" {
+	if err != nil || g.Request.Cluster != "c1" || g.Request.Namespace != "fleet" || g.WriteTo != "k" {
 		t.Errorf("get kubeconfig: %+v %v", g, err)
 	}
 	dir := t.TempDir()
@@ -182,7 +183,7 @@ func TestRunWithTestClients(t *testing.T) {
 	if !strings.Contains(out.String(), "gcr.io/k8s-staging-cluster-api/capd-manager:v1.14.0\n") || !strings.Contains(errOut.String(), "No management cluster consulted") {
 		t.Errorf("stdout %q stderr %q", out.String(), errOut.String())
 	}
-	g := &GetKubeconfigOptions{deps: d, ClusterName: "c1", WriteTo: filepath.Join(t.TempDir(), "k")}
+	g := &GetKubeconfigOptions{deps: d, Request: kubeconfig.GetRequest{Cluster: "c1"}, WriteTo: filepath.Join(t.TempDir(), "k")}
 	if err := runGetKubeconfig(context.Background(), g); !errors.Is(err, errNoCluster) {
 		t.Errorf("get kubeconfig: %v", err)
 	}

@@ -135,7 +135,7 @@ var flagCases = map[string]flagCase{
 		}
 	}),
 	"capctl get kubeconfig": capture(newCmdGetKubeconfig, []string{"c1", "-n", "fleet"}, func(t *testing.T, o *GetKubeconfigOptions) {
-		if o.ClusterName != "c1" || o.Namespace != "fleet" || o.WriteTo != "" {
+		if o.Request.Cluster != "c1" || o.Request.Namespace != "fleet" || o.WriteTo != "" {
 			t.Errorf("options %+v", o)
 		}
 	}),
@@ -191,7 +191,7 @@ var flagCases = map[string]flagCase{
 		}
 	}),
 	"capctl upgrade plan": capture(newCmdUpgradePlan, []string{"--kubernetes-version", "1.35.1", "-l", "tier=gold"}, func(t *testing.T, o *UpgradePlanOptions) {
-		r := o.fleetPlanRequest()
+		r := o.FleetPlanRequest
 		if r.KubernetesVersion != "v1.35.1" || r.Selection.Selector != "tier=gold" || r.Rollout.MaxParallel != fleetupgrade.DefaultMaxParallel {
 			t.Errorf("request %+v", r)
 		}
