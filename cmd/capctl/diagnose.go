@@ -13,7 +13,6 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
-	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -198,7 +197,7 @@ func runDiagnoseClusters(ctx context.Context, o *DiagnoseClustersOptions) error 
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}

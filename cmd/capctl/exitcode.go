@@ -15,11 +15,6 @@ type exitCodeError struct{ code int }
 
 func (e exitCodeError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
 
-// multiExit ends a multi-management-cluster run with its exit code (multicluster.ExitCode).
-func multiExit(ms []multicluster.ManagementCluster, judge bool) error {
-	return exitCode(multicluster.ExitCode(ms, judge))
-}
-
 // exitCode ends the run with code (multicluster's codes) once the view is printed; nil for ExitOK.
 func exitCode(code int) error {
 	if code != multicluster.ExitOK {

@@ -11,6 +11,7 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -137,6 +138,17 @@ func (f *factory) deps() deps {
 		OptionalCluster: f.OptionalCluster, Repository: f.repositoryClient, Logger: f.Logger,
 		Members: f.Members, ClusterOptions: f.ClusterOptions,
 	}
+}
+
+// env opens the Env of a run: the management cluster, or those sel chooses, with the
+// configuration's provider repositories built on first use.
+func (d deps) env(ctx context.Context, sel multicluster.Selection) (env.Env, error) {
+	e, err := env.Open(ctx, sel, d.Cluster, d.Members)
+	if err != nil {
+		return env.Env{}, err
+	}
+	e.Repository = func(ctx context.Context) (*repository.Client, error) { return d.Repository(ctx, false) }
+	return e, nil
 }
 
 // OptionalCluster connects when a management cluster is named (--kubeconfig or

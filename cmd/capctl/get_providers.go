@@ -9,7 +9,6 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/diagnose"
-	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -58,7 +57,7 @@ func (o *GetProvidersOptions) complete([]string) error {
 
 // runGetProviders makes the one diagnose.GetProviders call and prints its result.
 func runGetProviders(ctx context.Context, o *GetProvidersOptions) error {
-	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}

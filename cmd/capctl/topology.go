@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/topology"
 )
@@ -107,7 +106,7 @@ func (o *TopologyPlanOptions) complete([]string) error {
 
 // runTopologyPlan makes the one topology.Plan call and prints the plan.
 func runTopologyPlan(ctx context.Context, o *TopologyPlanOptions) error {
-	e, err := env.Open(ctx, o.Contexts, o.Cluster, o.Members)
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}

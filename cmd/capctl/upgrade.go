@@ -73,30 +73,25 @@ func (o *UpgradeHistoryOptions) complete(args []string) error {
 	return nil
 }
 
-// runUpgradeHistory makes the one fleetupgrade.History call and prints the records (or the one named).
+// runUpgradeHistory makes the one fleetupgrade.RunHistory call and prints the records (or the one named).
 func runUpgradeHistory(ctx context.Context, o *UpgradeHistoryOptions) error {
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	recs, err := fleetupgrade.History(ctx, c, o.Request)
-	var partial *fleetupgrade.UnreadableRecordsError
-	if err != nil && !errors.As(err, &partial) {
+	res, err := fleetupgrade.RunHistory(ctx, e, o.Request)
+	if err != nil {
 		return err
 	}
-	if o.Request.Name != "" {
-		return output.Render(o.IO.Out, o.Output, recs[0], func(w io.Writer) error { return fleetupgrade.RenderRecord(w, recs[0]) })
-	}
-	if err := output.Render(o.IO.Out, o.Output, recs, func(w io.Writer) error { return fleetupgrade.RenderHistory(w, recs) }); err != nil {
+	if err := output.Render(o.IO.Out, o.Output, res, res.RenderText); err != nil {
 		return err
 	}
-	if partial != nil {
+	if res.Unreadable != nil {
 		// The records that could be read are shown; the others are named, and the exit code
 		// says the view is partial.
-		fmt.Fprintf(o.IO.ErrOut, "Warning: %v\n", partial)
-		return exitCode(multicluster.ExitIncomplete)
+		fmt.Fprintf(o.IO.ErrOut, "Warning: %v\n", res.Unreadable)
 	}
-	return nil
+	return exitCode(res.ExitCode())
 }
 
 // UpgradePlanOptions is `capctl upgrade plan` parsed from its flags.
@@ -184,69 +179,32 @@ func (o *UpgradePlanOptions) complete([]string) error {
 	return nil
 }
 
-// runUpgradePlan makes the fleet plan (with --kubernetes-version) or the providers' plan.
+// runUpgradePlan makes the one fleet plan call (with --kubernetes-version) or the one providers'
+// plan call, over the management cluster or those of --contexts/--all-contexts.
 func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
-	if o.Contexts.Enabled() {
-		return runUpgradePlanEach(ctx, o)
-	}
-	if o.KubernetesVersion != "" {
-		c, err := o.Cluster(ctx)
-		if err != nil {
-			return err
-		}
-		plan, err := fleetupgrade.PlanFleet(ctx, c, c.Mapper, o.fleetPlanRequest())
-		if err != nil {
-			return err
-		}
-		return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return fleetupgrade.RenderPlan(w, plan) })
-	}
-	cat, err := o.catalog(ctx)
-	if err != nil {
-		return err
-	}
-	c, err := o.Cluster(ctx)
-	if err != nil {
-		return err
-	}
-	o.Logger().Info("Checking new release availability...")
-	plan, err := upgrade.Plan(ctx, c, cat)
-	if err != nil {
-		return err
-	}
-	return output.Render(o.IO.Out, o.Output, plan, func(w io.Writer) error { return upgrade.RenderPlan(w, plan) })
-}
-
-// fleetPlanRequest is the one request of `upgrade plan --kubernetes-version`.
-func (o *UpgradePlanOptions) fleetPlanRequest() fleetupgrade.FleetPlanRequest {
-	return o.FleetPlanRequest
-}
-
-// runUpgradePlanEach is runUpgradePlan over the management clusters of --contexts/--all-contexts.
-func runUpgradePlanEach(ctx context.Context, o *UpgradePlanOptions) error {
-	members, err := o.Members(ctx, o.Contexts)
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}
 	if o.KubernetesVersion != "" {
-		v, err := fleetupgrade.PlanFleetEach(ctx, members, o.fleetPlanRequest())
+		res, err := fleetupgrade.Plan(ctx, e, o.FleetPlanRequest)
 		if err != nil {
 			return err
 		}
-		if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return fleetupgrade.RenderPlanView(w, v) }); err != nil {
+		if err := output.Render(o.IO.Out, o.Output, res, res.RenderText); err != nil {
 			return err
 		}
-		return multiExit(v.ManagementClusters, false)
+		return exitCode(res.ExitCode())
 	}
-	cat, err := o.catalog(ctx)
+	e.Progress = func(s string) { o.Logger().Info(s) }
+	res, err := upgrade.RunPlan(ctx, e, upgrade.PlanRequest{})
 	if err != nil {
 		return err
 	}
-	o.Logger().Info("Checking new release availability...")
-	v := upgrade.PlanEach(ctx, members, cat)
-	if err := output.Render(o.IO.Out, o.Output, v, func(w io.Writer) error { return upgrade.RenderPlanView(w, v) }); err != nil {
+	if err := output.Render(o.IO.Out, o.Output, res, res.RenderText); err != nil {
 		return err
 	}
-	return multiExit(v.ManagementClusters, false)
+	return exitCode(res.ExitCode())
 }
 
 // catalog builds the repository client of the configured providers.
@@ -526,26 +484,19 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, 
 	return fleetupgrade.EndError(rep, err)
 }
 
-// runFleetApply rolls the workload clusters' Kubernetes version and prints the report; when it
-// stops it prints the report and why, then how to continue.
+// runFleetApply rolls the workload clusters' Kubernetes version (the one fleetupgrade.Apply
+// call, over the management cluster or those of --contexts/--all-contexts) and prints the
+// report; when it stops it prints the report and why, then how to continue.
 func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
-	req := *o.Fleet
-	req.Progress = output.NewProgress(o.IO).Step
-	req.Health = soakHealth
-	var rep *fleetupgrade.FleetApplyReport
-	if o.Contexts.Enabled() {
-		members, err := o.Members(ctx, o.Contexts)
-		if err != nil {
-			return err
-		}
-		rep, err = fleetupgrade.ApplyFleetEach(ctx, members, req)
-		return fleetApplyDone(o, rep, err)
-	}
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}
-	rep, err = fleetupgrade.ApplyFleet(ctx, c, req)
+	progress := output.NewProgress(o.IO)
+	e.Progress = func(s string) { progress.Step("%s", s) }
+	req := *o.Fleet
+	req.Health = soakHealth
+	rep, err := fleetupgrade.Apply(ctx, e, req)
 	return fleetApplyDone(o, rep, err)
 }
 

@@ -289,7 +289,7 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 		t.Error("--save without --kubernetes-version accepted")
 	}
 	sp, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "--save", "p.json", "--canary", "1", "--max-parallel", "10%")
-	if err != nil || sp.fleetPlanRequest().Save != "p.json" || sp.Rollout != (fleetupgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {
+	if err != nil || sp.FleetPlanRequest.Save != "p.json" || sp.Rollout != (fleetupgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {
 		t.Errorf("plan --save: %+v %v", sp, err)
 	}
 	p, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "-n", "prod", "-l", "tier=gold")

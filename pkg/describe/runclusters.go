@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
@@ -19,19 +20,22 @@ type SummaryResult struct {
 // RunClusters is `capctl describe clusters` over the Env's management clusters, the namespace
 // resolved in each (the request's, else the kubeconfig context's; every one with all namespaces).
 func RunClusters(ctx context.Context, e env.Env, req SummaryRequest) (*SummaryResult, error) {
-	if e.Several() {
-		return &SummaryResult{OneOrMany: multicluster.OneOrMany[[]ClusterSummary, *SummaryView]{Many: summarizeEach(ctx, e.Management, req), Several: true}}, nil
-	}
-	c, err := e.Single()
+	res := &SummaryResult{}
+	v, err := env.Over(ctx, e,
+		func(ctx context.Context, c *cluster.Client) ([]ClusterSummary, error) {
+			one := req
+			one.Namespace = c.NamespaceOr(req.Namespace)
+			res.Namespace = one.Namespace
+			return Summarize(ctx, c, one)
+		},
+		func(ctx context.Context, ms []multicluster.Member) (*SummaryView, error) {
+			return summarizeEach(ctx, ms, req), nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	req.Namespace = c.NamespaceOr(req.Namespace)
-	rows, err := Summarize(ctx, c, req)
-	if err != nil {
-		return nil, err
-	}
-	return &SummaryResult{OneOrMany: multicluster.OneOrMany[[]ClusterSummary, *SummaryView]{One: rows}, Namespace: req.Namespace}, nil
+	res.OneOrMany = v
+	return res, nil
 }
 
 // Empty reports a run over one management cluster that found no cluster.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
@@ -20,26 +21,20 @@ type GetProvidersResult struct {
 
 // GetProviders is `capctl get providers` over the Env's management clusters.
 func GetProviders(ctx context.Context, e env.Env, _ GetProvidersRequest) (*GetProvidersResult, error) {
-	if e.Several() {
-		return &GetProvidersResult{multicluster.OneOrMany[*Management, *ProvidersView]{Many: providersEach(ctx, e.Management), Several: true}}, nil
-	}
-	c, err := e.Single()
+	v, err := env.Over(ctx, e,
+		func(ctx context.Context, c *cluster.Client) (*Management, error) { return Providers(ctx, c) },
+		func(ctx context.Context, ms []multicluster.Member) (*ProvidersView, error) {
+			return providersEach(ctx, ms), nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	m, err := Providers(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return &GetProvidersResult{multicluster.OneOrMany[*Management, *ProvidersView]{One: m}}, nil
+	return &GetProvidersResult{v}, nil
 }
 
 // RenderText prints the providers table (with a MANAGEMENT column over several).
 func (r *GetProvidersResult) RenderText(w io.Writer) error {
-	if r.Several {
-		return RenderProvidersView(w, r.Many)
-	}
-	return RenderProviders(w, r.One)
+	return r.Render(w, RenderProviders, RenderProvidersView)
 }
 
 // ExitCode is 3 when something could not be read (a kind, or a management cluster), else 0.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
@@ -20,19 +21,22 @@ type ClustersResult struct {
 // RunClusters is `capctl diagnose clusters` over the Env's management clusters, the namespace
 // resolved in each (the request's, else the kubeconfig context's).
 func RunClusters(ctx context.Context, e env.Env, req ClustersRequest) (*ClustersResult, error) {
-	if e.Several() {
-		return &ClustersResult{OneOrMany: multicluster.OneOrMany[*FleetReport, *FleetView]{Many: clustersEach(ctx, e.Management, req), Several: true}}, nil
-	}
-	c, err := e.Single()
+	res := &ClustersResult{}
+	v, err := env.Over(ctx, e,
+		func(ctx context.Context, c *cluster.Client) (*FleetReport, error) {
+			one := req
+			one.Namespace = c.NamespaceOr(req.Namespace)
+			res.Namespace = one.Namespace
+			return Clusters(ctx, c, one)
+		},
+		func(ctx context.Context, ms []multicluster.Member) (*FleetView, error) {
+			return clustersEach(ctx, ms, req), nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	req.Namespace = c.NamespaceOr(req.Namespace)
-	fr, err := Clusters(ctx, c, req)
-	if err != nil {
-		return nil, err
-	}
-	return &ClustersResult{OneOrMany: multicluster.OneOrMany[*FleetReport, *FleetView]{One: fr}, Namespace: req.Namespace}, nil
+	res.OneOrMany = v
+	return res, nil
 }
 
 // Empty reports a run over one management cluster that found no cluster.

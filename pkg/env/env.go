@@ -6,11 +6,13 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/multicluster"
+	"github.com/capctl/capctl/pkg/repository"
 )
 
 // Env is the run's environment.
@@ -25,6 +27,24 @@ type Env struct {
 	Progress func(string)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Repository is the provider repositories of the configuration (clusterctl.yaml), built on
+	// first use: a verb that needs no release does not read the configuration.
+	Repository func(context.Context) (*repository.Client, error)
+}
+
+// Repositories is the run's provider repositories, or why there are none.
+func (e Env) Repositories(ctx context.Context) (*repository.Client, error) {
+	if e.Repository == nil {
+		return nil, errors.New("this run has no provider repositories (no configuration was read)")
+	}
+	return e.Repository(ctx)
+}
+
+// Stepf reports a formatted progress line when someone listens.
+func (e Env) Stepf(format string, args ...any) {
+	if e.Progress != nil {
+		e.Progress(fmt.Sprintf(format, args...))
+	}
 }
 
 // One is the Env of one management cluster, named by its kubeconfig context.
@@ -78,4 +98,29 @@ func Open(ctx context.Context, sel multicluster.Selection, one func(context.Cont
 		return Env{}, err
 	}
 	return One(c), nil
+}
+
+// Over runs a verb over the Env's management clusters: many over several (a member that could
+// not be read is in its view, not an error), one over the single one. The dispatch of every
+// verb that works on one management cluster or several.
+func Over[O, M any](ctx context.Context, e Env, one func(context.Context, *cluster.Client) (O, error), many func(context.Context, []multicluster.Member) (M, error)) (multicluster.OneOrMany[O, M], error) {
+	var res multicluster.OneOrMany[O, M]
+	if e.Several() {
+		m, err := many(ctx, e.Management)
+		if err != nil {
+			return res, err
+		}
+		res.Many, res.Several = m, true
+		return res, nil
+	}
+	c, err := e.Single()
+	if err != nil {
+		return res, err
+	}
+	o, err := one(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	res.One = o
+	return res, nil
 }

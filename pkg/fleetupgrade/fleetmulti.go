@@ -68,7 +68,7 @@ func ReadFleets(ctx context.Context, members []FleetMember, sel FleetSelection) 
 }
 
 // FleetPlanView is `upgrade plan --kubernetes-version` over several management clusters: one
-// plan whose waves span them (the plan ApplyFleetEach follows), each row naming its management
+// plan whose waves span them (the plan applyFleetEach follows), each row naming its management
 // cluster, and each management cluster's summary (Clusters: how many it has in the plan;
 // Problems: how many of those cannot be planned).
 type FleetPlanView struct {
@@ -76,10 +76,10 @@ type FleetPlanView struct {
 	FleetPlan
 }
 
-// PlanFleetEach reads every management cluster's clusters (bounded, each after its contract
+// planFleetEach reads every management cluster's clusters (bounded, each after its contract
 // check) and plans them together with BuildFleetPlan, the planner the apply uses. A management
 // cluster that cannot be read is reported in its summary; the others are planned.
-func PlanFleetEach(ctx context.Context, members []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
+func planFleetEach(ctx context.Context, members []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
 	if err := req.Complete(); err != nil {
 		return nil, err
 	}
@@ -132,12 +132,12 @@ func PlanFleetEach(ctx context.Context, members []multicluster.Member, req Fleet
 	return v, nil
 }
 
-// ApplyFleetEach is `upgrade apply --kubernetes-version` over several management clusters. Each
+// applyFleetEach is `upgrade apply --kubernetes-version` over several management clusters. Each
 // must answer and pass its contract check (read as multicluster.Each reads them), else the
 // apply is refused before any write, naming every one that failed; then ApplyFleets runs over
 // them all. The report carries the management clusters' summary (Clusters: rows of the report
 // from it; Problems: those that failed).
-func ApplyFleetEach(ctx context.Context, members []multicluster.Member, req FleetApplyRequest) (*FleetApplyReport, error) {
+func applyFleetEach(ctx context.Context, members []multicluster.Member, req FleetApplyRequest) (*FleetApplyReport, error) {
 	results := multicluster.Each(ctx, members, nil, func(context.Context, *cluster.Client) (struct{}, error) {
 		return struct{}{}, nil
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -102,7 +103,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 
 	t.Run("the plan shows the waves the apply follows", func(t *testing.T) {
 		before := fleetGenerations(t, names, envs, "prod")
-		plan, err := PlanFleetEach(ctx, members, FleetPlanRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "prod"}})
+		plan, err := planView(ctx, members, FleetPlanRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "prod"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		dry := req
 		dry.DryRun = true
 		dry.Selection.Namespace = "prod"
-		rep, err := ApplyFleetEach(ctx, members, dry)
+		rep, err := Apply(ctx, several(members), dry)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 				}()
 			}
 		}
-		rep, err := ApplyFleetEach(ictx, members, r)
+		rep, err := Apply(ictx, several(members), r)
 		if !errors.Is(err, ErrFleetInterrupted) || rep == nil || !rep.Interrupted {
 			t.Fatalf("err = %v, report %+v", err, rep)
 		}
@@ -209,7 +210,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 				standIns["mgmt-3"].setStuck("prod/w1", false)
 			}
 		}
-		rep, err = ApplyFleetEach(ctx, members, r)
+		rep, err = Apply(ctx, several(members), r)
 		if err != nil {
 			t.Fatalf("resumed: %v", err)
 		}
@@ -252,7 +253,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		before := fleetGenerations(t, names[:2], envs[:2], "prod")
 		envs[2].Stop()
 		ms := open()
-		_, err := ApplyFleetEach(ctx, ms, FleetApplyRequest{KubernetesVersion: "v1.36.0", Rollout: Rollout{MaxParallel: 3}, Timeout: 5 * time.Second, PollInterval: 100 * time.Millisecond})
+		_, err := Apply(ctx, several(ms), FleetApplyRequest{KubernetesVersion: "v1.36.0", Rollout: Rollout{MaxParallel: 3}, Timeout: 5 * time.Second, PollInterval: 100 * time.Millisecond})
 		var pe *PreflightError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "management cluster mgmt-3 cannot be used: management cluster unreachable") {
 			t.Fatalf("err = %v, want a refusal naming mgmt-3", err)
@@ -260,7 +261,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 		if after := fleetGenerations(t, names[:2], envs[:2], "prod"); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("a refused apply changed objects: %v -> %v", before, after)
 		}
-		plan, err := PlanFleetEach(ctx, ms, FleetPlanRequest{KubernetesVersion: "v1.36.0", Selection: FleetSelection{}})
+		plan, err := planView(ctx, ms, FleetPlanRequest{KubernetesVersion: "v1.36.0", Selection: FleetSelection{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +283,7 @@ func TestApplyFleetAcrossManagementClusters(t *testing.T) {
 			return apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
 		})
 		before = fleetGenerations(t, names[:1], envs[:1], "prod")
-		_, err = ApplyFleetEach(ctx, open(), FleetApplyRequest{KubernetesVersion: "v1.36.0", Timeout: 5 * time.Second})
+		_, err = Apply(ctx, several(open()), FleetApplyRequest{KubernetesVersion: "v1.36.0", Timeout: 5 * time.Second})
 		if !errors.As(err, &pe) || len(pe.Problems) != 2 || !strings.Contains(pe.Problems[0], "management cluster mgmt-2 cannot be used: ") ||
 			!strings.Contains(pe.Problems[1], "management cluster mgmt-3 cannot be used") {
 			t.Fatalf("err = %v, want a refusal naming mgmt-2 (contract check) and mgmt-3", err)
@@ -311,4 +312,16 @@ func readSpecVersion(c client.Client, ns, name string) string {
 	}
 	v, _, _ := unstructured.NestedString(o.Object, "spec", "version")
 	return v
+}
+
+// several is the Env of a --contexts run over ms.
+func several(ms []multicluster.Member) env.Env { return env.Env{Management: ms, Chosen: true} }
+
+// planView is the fleet plan over ms as one view.
+func planView(ctx context.Context, ms []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
+	res, err := Plan(ctx, several(ms), req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Many, nil
 }

@@ -206,7 +206,7 @@ func RenderApplyReport(w io.Writer, rep *FleetApplyReport) error {
 }
 
 // EndError is the error a fleet apply ends with, after its report was printed: err (from
-// ApplyFleet or ApplyFleetEach) with where the run stopped and how to continue.
+// ApplyFleet or applyFleetEach) with where the run stopped and how to continue.
 func EndError(rep *FleetApplyReport, err error) error {
 	switch {
 	case errors.Is(err, ErrFleetInterrupted):

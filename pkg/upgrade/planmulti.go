@@ -27,11 +27,11 @@ type ManagedProviderUpgrade struct {
 	ProviderUpgrade
 }
 
-// PlanEach plans the provider upgrades of every management cluster (bounded), with one catalog
+// planEach plans the provider upgrades of every management cluster (bounded), with one catalog
 // for all (the same repositories answer every management cluster's providers). A management
 // cluster that cannot be read or planned is reported in its summary; the others are planned.
 // The summary's Problems count each plan's blocked providers.
-func PlanEach(ctx context.Context, members []multicluster.Member, cat Catalog) *ProviderPlanView {
+func planEach(ctx context.Context, members []multicluster.Member, cat Catalog) *ProviderPlanView {
 	// Plan accepts a management cluster that still stores Clusters at v1beta1 (to plan its way
 	// to v1beta2); so does the summary's check.
 	results := multicluster.Each(ctx, members, []capi.CheckOption{capi.AllowContract("v1beta1")}, func(ctx context.Context, c *cluster.Client) (*ProviderPlan, error) {
