@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
-	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/diagnose"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
@@ -34,7 +33,7 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 // the kubeconfig context's).
 type DiagnoseClusterOptions struct {
 	deps
-	diagnose.Options
+	diagnose.ClusterRequest
 	Output output.Format
 	Color  *bool
 
@@ -43,7 +42,7 @@ type DiagnoseClusterOptions struct {
 }
 
 // addDiagnoseFlags adds the flags both diagnose commands have, into their request.
-func addDiagnoseFlags(cmd *cobra.Command, o *diagnose.Options, color *bool) {
+func addDiagnoseFlags(cmd *cobra.Command, o *diagnose.ClusterRequest, color *bool) {
 	fl := cmd.Flags()
 	positiveDurationVar(fl, &o.StuckAfter, "stuck-after", diagnose.DefaultStuckAfter, "How long a Machine may stay Pending, Provisioning, Deleting, ... before it counts as stuck")
 	fl.BoolVar(&o.Workload, "workload", true, "Also read the workload cluster (Nodes, CNI, PodDisruptionBudgets) through its kubeconfig Secret, read only")
@@ -51,21 +50,8 @@ func addDiagnoseFlags(cmd *cobra.Command, o *diagnose.Options, color *bool) {
 	fl.BoolVarP(color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 }
 
-// diagnoseTarget connects to the management cluster and resolves the namespace (default: the
-// kubeconfig context's).
-func diagnoseTarget(ctx context.Context, d deps, color *bool, namespace string) (*cluster.Client, string, error) {
-	if color != nil {
-		d.IO.ForceColor(*color)
-	}
-	c, err := d.Cluster(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	return c, c.NamespaceOr(namespace), nil
-}
-
 func newCmdDiagnoseCluster(f *factory, runF func(*DiagnoseClusterOptions) error) *cobra.Command {
-	o := &DiagnoseClusterOptions{deps: f.deps(), Options: diagnose.Options{Now: time.Now}}
+	o := &DiagnoseClusterOptions{deps: f.deps(), ClusterRequest: diagnose.ClusterRequest{Now: time.Now}}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Diagnose one workload cluster: what is stuck, since when, who is responsible, what to run next",
@@ -94,7 +80,7 @@ itself failed (bad flags, management cluster unreachable, cluster not found).`),
 	cmd.RunE = leafRun(o, o.complete, runF, runDiagnoseCluster)
 	o.flags = cmd.Flags()
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
-	addDiagnoseFlags(cmd, &o.Options, &o.color)
+	addDiagnoseFlags(cmd, &o.ClusterRequest, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
 	return cmd
 }
@@ -105,21 +91,22 @@ func (o *DiagnoseClusterOptions) complete(args []string) error {
 	if o.flags.Changed("color") {
 		o.Color = &o.color
 	}
-	if err := o.Options.Validate(); err != nil {
+	if err := o.ClusterRequest.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-// runDiagnoseCluster makes the one diagnose.Cluster call and prints the report.
+// runDiagnoseCluster makes the one diagnose.RunCluster call and prints the report.
 func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
-	c, ns, err := diagnoseTarget(ctx, o.deps, o.Color, o.Namespace)
+	if o.Color != nil {
+		o.IO.ForceColor(*o.Color)
+	}
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	req := o.Options
-	req.Namespace = ns
-	rep, err := diagnose.Cluster(ctx, c, req)
+	rep, err := diagnose.RunCluster(ctx, e, o.ClusterRequest)
 	if err != nil {
 		return err
 	}
@@ -132,7 +119,7 @@ func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
 	if err != nil {
 		return err
 	}
-	return exitCode(multicluster.ViewExit(!rep.Partial(), !rep.Healthy, true))
+	return exitCode(rep.ExitCode())
 }
 
 // DiagnoseClustersOptions are the flags of `diagnose clusters`: ClustersRequest is the one
@@ -150,7 +137,7 @@ type DiagnoseClustersOptions struct {
 }
 
 func newCmdDiagnoseClusters(f *factory, runF func(*DiagnoseClustersOptions) error) *cobra.Command {
-	o := &DiagnoseClustersOptions{deps: f.deps(), ClustersRequest: diagnose.ClustersRequest{Options: diagnose.Options{Now: time.Now}}}
+	o := &DiagnoseClustersOptions{deps: f.deps(), ClustersRequest: diagnose.ClustersRequest{ClusterRequest: diagnose.ClusterRequest{Now: time.Now}}}
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "Diagnose every cluster of a namespace (or all): one line per cluster, problems first",
@@ -176,7 +163,7 @@ read), 1 the diagnosis itself failed.`),
 	addContextsFlags(cmd, &o.Contexts)
 	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace to diagnose (default: the kubeconfig context's namespace)", "Diagnose the clusters of every namespace")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
-	addDiagnoseFlags(cmd, &o.Options, &o.color)
+	addDiagnoseFlags(cmd, &o.ClusterRequest, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
 	return cmd
 }

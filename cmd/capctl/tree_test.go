@@ -104,7 +104,7 @@ var flagCases = map[string]flagCase{
 	}),
 	"capctl diagnose cluster": capture(newCmdDiagnoseCluster, []string{"c1", "-n", "prod", "--workload=false"}, func(t *testing.T, o *DiagnoseClusterOptions) {
 		if o.Name != "c1" || o.Namespace != "prod" || o.Workload || o.StuckAfter != diagnose.DefaultStuckAfter || o.WorkloadTimeout != diagnose.DefaultWorkloadTimeout {
-			t.Errorf("request %+v", o.Options)
+			t.Errorf("request %+v", o.ClusterRequest)
 		}
 	}),
 	"capctl diagnose clusters": capture(newCmdDiagnoseClusters, []string{"-n", "prod", "--stuck-after", "1h"}, func(t *testing.T, o *DiagnoseClustersOptions) {

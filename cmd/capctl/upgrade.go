@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/diagnose"
@@ -495,28 +494,7 @@ func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	progress := output.NewProgress(o.IO)
 	e.Progress = func(s string) { progress.Step("%s", s) }
 	req := *o.Fleet
-	req.Health = soakHealth
+	req.Health = diagnose.SoakHealth
 	rep, err := fleetupgrade.Apply(ctx, e, req)
 	return fleetApplyDone(o, rep, err)
-}
-
-// soakHealth is the fleet soak's health check: `capctl diagnose cluster`'s rules, their warnings
-// and errors, and the kinds they could not read.
-func soakHealth(ctx context.Context, c client.Client, namespace, name string) ([]fleetupgrade.HealthProblem, []string, error) {
-	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{Namespace: namespace, Name: name})
-	if err != nil {
-		return nil, nil, err
-	}
-	var problems []fleetupgrade.HealthProblem
-	for _, f := range rep.Findings {
-		if f.Severity != diagnose.SeverityInfo {
-			problems = append(problems, fleetupgrade.HealthProblem{Key: f.Rule + " " + f.Object, Rule: f.Rule, Summary: f.Summary,
-				Evidence: append([]string{f.Explanation}, f.Evidence...)})
-		}
-	}
-	unread := make([]string, 0, len(rep.Unread))
-	for _, u := range rep.Unread {
-		unread = append(unread, u.String())
-	}
-	return problems, unread, nil
 }

@@ -103,7 +103,7 @@ func BenchmarkDiagnoseClustersFleet(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fr, err := diagnose.Clusters(ctx, c, diagnose.ClustersRequest{AllNamespaces: true, Options: diagnose.Options{Workload: true}})
+			fr, err := diagnose.Clusters(ctx, c, diagnose.ClustersRequest{AllNamespaces: true, ClusterRequest: diagnose.ClusterRequest{Workload: true}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/capctl/capctl/pkg/describe"
 )
 
-// Options select a cluster and tune the diagnosis.
-type Options struct {
+// ClusterRequest select a cluster and tune the diagnosis.
+type ClusterRequest struct {
 	Namespace, Name string
 	// StuckAfter (default 10m): how long a transitional state may last before it is stuck.
 	StuckAfter time.Duration
@@ -24,7 +24,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o Options) now() time.Time {
+func (o ClusterRequest) now() time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
@@ -35,7 +35,7 @@ func (o Options) now() time.Time {
 // requests as describe: one LIST per kind, whatever the number of machines), the management side
 // (mgmt, read once per run by the caller; nil skips those rules) and, when asked, the workload
 // cluster.
-func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts Options) (*Input, error) {
+func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts ClusterRequest) (*Input, error) {
 	snap, err := describe.Fetch(ctx, c, describe.Options{Namespace: opts.Namespace, Name: opts.Name})
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.
 	t.Helper()
 	before := mgmt.Client.Requests()
 	fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{AllNamespaces: true,
-		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}})
+		ClusterRequest: diagnose.ClusterRequest{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func checkFleetMatchesClusters(ctx context.Context, t *testing.T, mgmt *testenv.
 		if row.Workload != nil {
 			read = append(read, row.Namespace)
 		}
-		rep, err := diagnose.Cluster(ctx, mgmt.Client, diagnose.Options{Namespace: row.Namespace, Name: row.Name,
+		rep, err := diagnose.Cluster(ctx, mgmt.Client, diagnose.ClusterRequest{Namespace: row.Namespace, Name: row.Name,
 			Workload: true, WorkloadTimeout: timeout, Now: fixedNow})
 		if err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func testFleetOnAPIServer(ctx context.Context, t *testing.T, mgmt *testenv.Env) 
 	}
 	before := mgmt.Client.Requests()
 	if _, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{AllNamespaces: true,
-		Options: diagnose.Options{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}}); err != nil {
+		ClusterRequest: diagnose.ClusterRequest{Workload: true, WorkloadTimeout: timeout, Now: fixedNow}}); err != nil {
 		t.Fatal(err)
 	}
 	second := mgmt.Client.Requests() - before

@@ -171,8 +171,8 @@ func TestRulesOnAPIServer(t *testing.T) {
 	for _, tc := range cases {
 		workloadOf[tc.ns] = tc.workload != ""
 	}
-	opts := func(ns string) diagnose.Options {
-		return diagnose.Options{Namespace: ns, Name: "c", Workload: workloadOf[ns], WorkloadTimeout: 3 * time.Second, Now: fixedNow}
+	opts := func(ns string) diagnose.ClusterRequest {
+		return diagnose.ClusterRequest{Namespace: ns, Name: "c", Workload: workloadOf[ns], WorkloadTimeout: 3 * time.Second, Now: fixedNow}
 	}
 
 	covered := map[string]bool{}
@@ -193,7 +193,7 @@ func TestRulesOnAPIServer(t *testing.T) {
 	t.Run("fleet lists problems first with their root cause", func(t *testing.T) {
 		healthy := diagnosetest.NewCluster("fine", "c")
 		healthy.Create(ctx, t, mgmt)
-		fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{Options: diagnose.Options{Workload: false, Now: fixedNow}, AllNamespaces: true})
+		fr, err := diagnose.Clusters(ctx, mgmt.Client, diagnose.ClustersRequest{ClusterRequest: diagnose.ClusterRequest{Workload: false, Now: fixedNow}, AllNamespaces: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 		}
 	}
 	user := env.User(t, "partial")
-	opts := diagnose.Options{Namespace: "fine", Name: "c", Now: fixedNow}
+	opts := diagnose.ClusterRequest{Namespace: "fine", Name: "c", Now: fixedNow}
 
 	t.Run("admin: complete view", func(t *testing.T) {
 		m, err := diagnose.Providers(ctx, env.Client)
@@ -166,7 +166,7 @@ func TestPartialViewOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("diagnose clusters", func(t *testing.T) {
-		fr, err := diagnose.Clusters(ctx, user, diagnose.ClustersRequest{Options: diagnose.Options{Now: fixedNow}, AllNamespaces: true})
+		fr, err := diagnose.Clusters(ctx, user, diagnose.ClustersRequest{ClusterRequest: diagnose.ClusterRequest{Now: fixedNow}, AllNamespaces: true})
 		if err != nil {
 			t.Fatalf("diagnose clusters stops over a forbidden kind: %v", err)
 		}

@@ -33,12 +33,12 @@ func (o ClustersRequest) Validate() error {
 
 // Validate checks the request of `diagnose cluster` before any cluster is contacted: the
 // cluster's name and namespace (cluster.CheckClusterRef).
-func (o Options) Validate() error { return cluster.CheckClusterRef(o.Name, o.Namespace) }
+func (o ClusterRequest) Validate() error { return cluster.CheckClusterRef(o.Name, o.Namespace) }
 
 // Cluster diagnoses one cluster: it reads the management side once, then the cluster (and its
 // workload cluster when opts.Workload), and runs the rules. A management side that cannot be read
 // (no inventory) does not stop the diagnosis: the report says so and the provider rules are skipped.
-func Cluster(ctx context.Context, c client.Client, opts Options) (*Report, error) {
+func Cluster(ctx context.Context, c client.Client, opts ClusterRequest) (*Report, error) {
 	mgmt, mgmtErr := FetchManagement(ctx, c)
 	if mgmtErr != nil && !errors.Is(mgmtErr, inventory.ErrNoInventory) {
 		return nil, mgmtErr
@@ -56,7 +56,7 @@ func Cluster(ctx context.Context, c client.Client, opts Options) (*Report, error
 
 // ClustersRequest select the clusters of `diagnose clusters`.
 type ClustersRequest struct {
-	Options
+	ClusterRequest
 	AllNamespaces bool
 	// Concurrency: workload clusters read at once (default DefaultConcurrency).
 	Concurrency int

@@ -8,13 +8,13 @@ import (
 // TestOptionsValidateNames: a library caller gets the command's answer for a name or namespace
 // that cannot name an object.
 func TestOptionsValidateNames(t *testing.T) {
-	if err := (Options{Name: "c1", Namespace: "team-a"}).Validate(); err != nil {
+	if err := (ClusterRequest{Name: "c1", Namespace: "team-a"}).Validate(); err != nil {
 		t.Errorf("valid: %v", err)
 	}
-	if err := (Options{Name: "C_1"}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid cluster name "C_1"`) {
+	if err := (ClusterRequest{Name: "C_1"}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid cluster name "C_1"`) {
 		t.Errorf("bad name: %v", err)
 	}
-	if err := (ClustersRequest{Options: Options{Namespace: "a/b"}, Concurrency: 1}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid namespace "a/b"`) {
+	if err := (ClustersRequest{ClusterRequest: ClusterRequest{Namespace: "a/b"}, Concurrency: 1}).Validate(); err == nil || !strings.Contains(err.Error(), `invalid namespace "a/b"`) {
 		t.Errorf("bad namespace: %v", err)
 	}
 }

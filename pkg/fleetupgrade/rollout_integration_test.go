@@ -344,7 +344,7 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 // diagnoseHealth wires diagnose's rules into the soak as `capctl upgrade apply` does (its
 // soakHealth), for the tests that call ApplyFleet directly.
 func diagnoseHealth(ctx context.Context, c client.Client, namespace, name string) ([]HealthProblem, []string, error) {
-	rep, err := diagnose.Cluster(ctx, c, diagnose.Options{Namespace: namespace, Name: name})
+	rep, err := diagnose.Cluster(ctx, c, diagnose.ClusterRequest{Namespace: namespace, Name: name})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -27,7 +27,7 @@ var featurePackages = map[string]bool{
 var notYetOneCall = map[string]bool{
 	"authz.CanI": true, "clusterinit.Init": true, "clusterinit.ListImages": true, "convert.Run": true,
 	"deletion.Apply": true, "deletion.BuildPlan": true, "deletion.CanI": true,
-	"describe.Discover": true, "describe.Watch": true, "diagnose.Cluster": true,
+	"describe.Discover": true, "describe.Watch": true,
 	"move.CanI": true, "move.Run": true,
 	"templates.GenerateCluster": true, "templates.GenerateYAML": true, "templates.ListFlavors": true,
 	"upgrade.Apply": true,
