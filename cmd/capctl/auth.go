@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/deletion"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/move"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // newCmdAuth builds `capctl auth` and its subcommands.
@@ -69,33 +70,28 @@ func (o *AuthCanIOptions) complete(args []string) error {
 
 // canI is the one verb of `auth can-i COMMAND`: the command's own, where its permissions depend
 // on what it finds (delete, move: their read-only plan fills the table), else the table's.
-func canI(ctx context.Context, c *cluster.Client, req authz.CanIRequest) (*authz.CanIResult, error) {
+func canI(ctx context.Context, e env.Env, req authz.CanIRequest) (*authz.CanIResult, error) {
 	switch req.Command {
 	case "delete":
-		return deletion.CanI(ctx, c, req)
+		return deletion.CanI(ctx, e, req)
 	case "move":
-		return move.CanI(ctx, c, req)
+		return move.CanI(ctx, e, req)
 	}
-	return authz.CanI(ctx, req)
+	return authz.CanI(ctx, e, req)
 }
 
 // runAuthCanI asks the clusters for the command's permissions and prints what is missing.
 func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	o.Request.Namespace = c.NamespaceOr(o.Request.Namespace)
-	o.Request.Clusters = map[authz.Side]client.Client{authz.Management: c, authz.Source: c}
-	o.Request.Hosts = map[authz.Side]string{authz.Management: c.Config.Host, authz.Source: c.Config.Host}
 	if o.ToKubeconfig != "" {
-		dst, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.ToKubeconfig, Context: o.ToContext})
-		if err != nil {
+		if e.Target, err = cluster.Connect(ctx, cluster.Options{Kubeconfig: o.ToKubeconfig, Context: o.ToContext}); err != nil {
 			return err
 		}
-		o.Request.Clusters[authz.Target], o.Request.Hosts[authz.Target] = dst, dst.Config.Host
 	}
-	res, err := canI(ctx, c, o.Request)
+	res, err := canI(ctx, e, o.Request)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ type describeClusterOptions struct {
 
 	// Describe holds the cluster's name and the presentation; its namespace is the flag's (empty:
 	// the kubeconfig context's).
-	Describe      describe.Options
+	Describe      describe.ClusterRequest
 	V1Beta2       bool
 	Color         *bool // set when --color was given
 	Output        output.Format
@@ -111,19 +111,17 @@ func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	opts := o.Describe
-	opts.Namespace = c.NamespaceOr(opts.Namespace)
-	complete := true
+	code := multicluster.ExitOK
 	frame := func(ctx context.Context) ([]byte, error) {
-		t, err := describe.Discover(ctx, c, opts)
+		t, err := describe.RunCluster(ctx, e, o.Describe)
 		if err != nil {
 			return nil, err
 		}
-		complete = !t.Partial()
+		code = t.ExitCode()
 		var buf bytes.Buffer
 		err = output.Render(&buf, o.Output, t, func(w io.Writer) error {
 			return describe.Render(w, t, describe.RenderOptions{Color: o.IO.ColorEnabled(), Now: o.Now()})
@@ -132,7 +130,7 @@ func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 	}
 	if o.Watch {
 		clear := o.IO.IsStdoutTTY() && o.Output == output.Text
-		return describe.Watch(ctx, o.WatchInterval, o.IO.Out, clear, frame)
+		return output.Watch(ctx, o.WatchInterval, o.IO.Out, clear, frame)
 	}
 	out, err := frame(ctx)
 	if err != nil {
@@ -142,7 +140,7 @@ func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 		return err
 	}
 	// A tree without a kind it could not read is a partial view: exit code 3, as diagnose's.
-	return exitCode(multicluster.ViewExit(complete, false, false))
+	return exitCode(code)
 }
 
 // describeClustersOptions are the flags of `describe clusters`.

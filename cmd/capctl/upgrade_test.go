@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,24 @@ func TestUpgradeCommands(t *testing.T) {
 	t.Run("provider plan", func(t *testing.T) { testUpgradeProviderPlan(t, env, cfg) })
 	t.Run("apply", func(t *testing.T) { testUpgradeApply(t, env, cfg) })
 	t.Run("history with records it cannot read or trust", func(t *testing.T) { testUpgradeHistoryPartial(t, env) })
+	t.Run("auth can-i over the run's clusters", func(t *testing.T) { testAuthCanI(t, env) })
+}
+
+// testAuthCanI: `auth can-i` checks the management cluster, and a move's target only when
+// --to-kubeconfig names it.
+func testAuthCanI(t *testing.T, env *testenv.Env) {
+	out, errOut, code := runCapctl(t, "auth", "can-i", "move", "-n", "default", "--kubeconfig", env.Kubeconfig)
+	if code != 0 || !regexp.MustCompile(`source cluster https://\S+: yes`).MatchString(out) || !strings.Contains(out, "target cluster: not checked") {
+		t.Errorf("can-i move without a target: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCapctl(t, "auth", "can-i", "move", "-n", "default", "--kubeconfig", env.Kubeconfig, "--to-kubeconfig", env.Kubeconfig)
+	if code != 0 || !regexp.MustCompile(`target cluster https://\S+: yes`).MatchString(out) {
+		t.Errorf("can-i move with a target: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCapctl(t, "auth", "can-i", "upgrade", "apply", "--kubeconfig", env.Kubeconfig)
+	if code != 0 || !regexp.MustCompile(`management cluster https://\S+: yes`).MatchString(out) {
+		t.Errorf("can-i upgrade apply: exit %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 // testUpgradeHistoryPartial: other writers' ConfigMaps under the records' label, one that is not

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // CanIRequest is one `capctl auth can-i COMMAND`: the clusters, by side, and the namespace.
@@ -53,8 +55,27 @@ func (r *CanIResult) OK() bool {
 	return true
 }
 
-// CanI checks the command's table rules on each cluster, changing nothing.
-func CanI(ctx context.Context, req CanIRequest) (*CanIResult, error) {
+// CanI is `capctl auth can-i COMMAND`: the command's table rules checked on each of the Env's
+// clusters, changing nothing. The management cluster answers for the management and source
+// sides, the Env's Target for the target side (not checked without one); the namespace is the
+// request's, else the kubeconfig context's. Commands whose permissions depend on what they find
+// (delete, move) fill the request's Kinds from their own read-only plan first.
+func CanI(ctx context.Context, e env.Env, req CanIRequest) (*CanIResult, error) {
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	req.Namespace = c.NamespaceOr(req.Namespace)
+	req.Clusters = map[Side]client.Client{Management: c, Source: c}
+	req.Hosts = map[Side]string{Management: c.Config.Host, Source: c.Config.Host}
+	if e.Target != nil {
+		req.Clusters[Target], req.Hosts[Target] = e.Target, e.Target.Config.Host
+	}
+	return canI(ctx, req)
+}
+
+// canI checks the command's table rules on each cluster of the request, changing nothing.
+func canI(ctx context.Context, req CanIRequest) (*CanIResult, error) {
 	cmd, err := Lookup(req.Command)
 	if err != nil {
 		return nil, err

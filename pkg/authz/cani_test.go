@@ -21,7 +21,7 @@ func TestCanIOnAPIServerWithRBAC(t *testing.T) {
 	ctx := context.Background()
 	ask := func(c client.Client) *CanIResult {
 		t.Helper()
-		res, err := CanI(ctx, CanIRequest{Command: "delete", Clusters: map[Side]client.Client{Management: c}})
+		res, err := canI(ctx, CanIRequest{Command: "delete", Clusters: map[Side]client.Client{Management: c}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
-	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/inventory"
 )
 
@@ -70,7 +70,11 @@ func (p *Plan) permissionKinds(c client.Client) (map[string][]string, error) {
 // plan could not list (the delete would refuse its incomplete view) named as missing; so a yes
 // here is a delete that passes its own checks. Where the plan cannot be made for want of a
 // permission (the inventory), the table's fixed rules name what is missing.
-func CanI(ctx context.Context, c *cluster.Client, req authz.CanIRequest) (*authz.CanIResult, error) {
+func CanI(ctx context.Context, e env.Env, req authz.CanIRequest) (*authz.CanIResult, error) {
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
 	p, err := BuildPlan(ctx, c, Options{All: true})
 	switch {
 	case err == nil:
@@ -83,5 +87,5 @@ func CanI(ctx context.Context, c *cluster.Client, req authz.CanIRequest) (*authz
 	default:
 		return nil, fmt.Errorf("planning the delete to check its permissions: %w", err)
 	}
-	return authz.CanI(ctx, req)
+	return authz.CanI(ctx, e, req)
 }

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 // TestDeleteRefusesAnIncompleteView: `delete --all` by a user who cannot list one kind (Roles),
@@ -53,7 +52,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 			c := env.User(t, tc.user)
 			before := testenv.Snapshot(t, admin) // after the grant: every object, by resourceVersion
 			// `capctl auth can-i delete` says no, naming what the delete below refuses for.
-			res, err := CanI(ctx, c, authz.CanIRequest{Command: "delete", Clusters: map[authz.Side]client.Client{authz.Management: c}})
+			res, err := CanI(ctx, capenv.One(c), authz.CanIRequest{Command: "delete"})
 			if err != nil || res.OK() || !strings.Contains(fmt.Sprint(res.Sides[0].Missing), tc.canIMissing) {
 				t.Errorf("can-i delete: %+v %v, want %q missing", res, err, tc.canIMissing)
 			}
@@ -78,7 +77,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	t.Run("operator", func(t *testing.T) {
 		env.GrantAllBut(t, "operator", nil)
 		c := env.User(t, "operator")
-		res, err := CanI(ctx, c, authz.CanIRequest{Command: "delete", Clusters: map[authz.Side]client.Client{authz.Management: c}})
+		res, err := CanI(ctx, capenv.One(c), authz.CanIRequest{Command: "delete"})
 		if err != nil || !res.OK() || len(res.Sides[0].RunTime) != 0 {
 			t.Errorf("can-i delete for an operator: %+v %v, want a yes with nothing left to the run", res, err)
 		}

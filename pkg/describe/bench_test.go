@@ -78,7 +78,7 @@ func benchCluster(b *testing.B, workers int) *describetest.Scenario {
 	b.Logf("created %d objects in %s", len(s.Objects), time.Since(start).Round(time.Millisecond))
 	s.Objects = nil
 	for _, grouping := range []bool{true, false} {
-		if _, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}); err != nil {
+		if _, err := describe.Discover(ctx, env.Client, describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -207,7 +207,7 @@ func BenchmarkDescribeInProcess(b *testing.B) {
 		for _, grouping := range []bool{true, false} {
 			b.Run(fmt.Sprintf("machines=%d/grouping=%v", workers+3, grouping), func(b *testing.B) {
 				s := benchCluster(b, workers)
-				opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}
+				opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping}
 				debug.FreeOSMemory()
 				testenv.ResetPeakRSS()
 				var requests int64

@@ -15,7 +15,7 @@ import (
 // Build turns a snapshot into the cluster's tree, applying opts' presentation (conditions shown,
 // machine sets, templates, resource sets, echo, grouping, v1beta1). It reads nothing: the same
 // snapshot always gives the same tree.
-func Build(s *Snapshot, opts Options) (*Tree, error) {
+func Build(s *Snapshot, opts ClusterRequest) (*Tree, error) {
 	if s == nil || s.Cluster == nil {
 		return nil, errors.New("describe: empty snapshot")
 	}
@@ -50,7 +50,7 @@ func Build(s *Snapshot, opts Options) (*Tree, error) {
 // treeBuilder is one Build: the snapshot, the tree so far and which machines have a parent.
 type treeBuilder struct {
 	s       *Snapshot
-	opts    Options
+	opts    ClusterRequest
 	b       *builder
 	ns      string
 	root    *Node

@@ -76,7 +76,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func render(t *testing.T, c describe.Reader, opts describe.Options) []byte {
+func render(t *testing.T, c describe.Reader, opts describe.ClusterRequest) []byte {
 	t.Helper()
 	tree, err := describe.Discover(context.Background(), c, opts)
 	if err != nil {
@@ -121,7 +121,7 @@ func TestDescribeV1Beta1Only(t *testing.T) {
 	old.CreateNamespaces(t, s.Namespace)
 	describetest.Apply(context.Background(), t, old.Client, s.Objects)
 
-	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
 	tree, err := describe.Discover(context.Background(), old.Client, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestDescribeV1Beta1Only(t *testing.T) {
 func TestDescribeAsData(t *testing.T) {
 	setup(t)
 	s := describetest.Provisioning()
-	tree, err := describe.Discover(context.Background(), env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
+	tree, err := describe.Discover(context.Background(), env.Client, describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +195,12 @@ func TestDescribeAsData(t *testing.T) {
 func TestDescribeBadInput(t *testing.T) {
 	setup(t)
 	ctx := context.Background()
-	_, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: "healthy", Name: "nope"})
+	_, err := describe.Discover(ctx, env.Client, describe.ClusterRequest{Namespace: "healthy", Name: "nope"})
 	var nf *cluster.ClusterNotFoundError
 	if !errors.As(err, &nf) || len(nf.Existing) != 1 || nf.Existing[0] != "prod" || !strings.Contains(err.Error(), "clusters there: prod") {
 		t.Errorf("cluster not found: %v", err)
 	}
-	_, err = describe.Discover(ctx, env.Client, describe.Options{Namespace: "no-such-namespace", Name: "prod"})
+	_, err = describe.Discover(ctx, env.Client, describe.ClusterRequest{Namespace: "no-such-namespace", Name: "prod"})
 	var nsErr *describe.NamespaceNotFoundError
 	if !errors.As(err, &nsErr) {
 		t.Errorf("namespace not found: %v", err)
@@ -214,7 +214,7 @@ func TestDescribeBadInput(t *testing.T) {
 	}
 	// Broken references show as missing rows (the golden file shows them); the tree still builds.
 	s := describetest.Topology()
-	tree, err := describe.Discover(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
+	tree, err := describe.Discover(ctx, env.Client, describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestWatchRedrawsOnChange(t *testing.T) {
 	defer cancel()
 	s := describetest.Pool().InNamespace("watch")
 	s.Create(ctx, t, env)
-	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
 	frames := make(chan string, 10)
 	frame := func(ctx context.Context) ([]byte, error) {
 		tree, err := describe.Discover(ctx, env.Client, opts)
@@ -254,7 +254,7 @@ func TestWatchRedrawsOnChange(t *testing.T) {
 	}
 	w := &frameWriter{frames: frames}
 	done := make(chan error, 1)
-	go func() { done <- describe.Watch(ctx, 50*time.Millisecond, w, false, frame) }()
+	go func() { done <- output.Watch(ctx, 50*time.Millisecond, w, false, frame) }()
 	first := waitFrame(t, frames)
 	if !strings.Contains(first, "ScalingUp") {
 		t.Fatalf("first frame lacks the pool's state:\n%s", first)
@@ -310,9 +310,9 @@ func TestGroupedFetchReadsVisibleMachinesOnly(t *testing.T) {
 	s := describetest.Large("grouped-fetch", 3, 150)
 	env.CreateNamespaces(t, s.Namespace)
 	describetest.Apply(ctx, t, env.Client, s.Objects)
-	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
 
-	full, err := describe.Fetch(ctx, env.Client, describe.Options{Namespace: s.Namespace, Name: s.Cluster})
+	full, err := describe.Fetch(ctx, env.Client, describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestGroupedFetchReadsVisibleMachinesOnly(t *testing.T) {
 func TestDescribePartialView(t *testing.T) {
 	setup(t)
 	s := describetest.Healthy()
-	opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
 	env.GrantAllBut(t, "no-machine-list", map[string][]string{"machines.cluster.x-k8s.io": {"list"}})
 	user := env.User(t, "no-machine-list")
 

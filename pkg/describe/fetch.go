@@ -41,8 +41,8 @@ const (
 	visibleGetThreshold = 10
 )
 
-// Options select the cluster and what the tree shows (the describe cluster flags).
-type Options struct {
+// ClusterRequest select the cluster and what the tree shows (the describe cluster flags).
+type ClusterRequest struct {
 	Namespace string
 	Name      string
 	// ShowConditions: comma list of all, KIND or KIND/NAME, each optionally ending in "+".
@@ -58,7 +58,7 @@ type Options struct {
 
 // Validate checks the request before any cluster is contacted: the cluster's name and namespace
 // (cluster.CheckClusterRef) and --show-conditions.
-func (o Options) Validate() error {
+func (o ClusterRequest) Validate() error {
 	if err := cluster.CheckClusterRef(o.Name, o.Namespace); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ var ErrCAPINotInstalled = errors.New("Cluster API is not installed in this manag
 
 type discoverer struct {
 	c    Reader
-	opts Options
+	opts ClusterRequest
 
 	mu       sync.Mutex
 	versions map[schema.GroupKind]versionResult
@@ -350,7 +350,7 @@ type Snapshot struct {
 	Unread []authz.Unreadable `json:"unread,omitempty"`
 	// Referenced are the objects the Cluster, machines and pools reference (infrastructure,
 	// control plane, bootstrap configs), each with why it could not be read when it could not.
-	// Fetched with Options.Grouping, it holds those of the machines that stay rows of the tree
+	// Fetched with ClusterRequest.Grouping, it holds those of the machines that stay rows of the tree
 	// only (grouping folds the others into one row, which shows none of their objects).
 	Referenced []Referenced `json:"referenced,omitempty"`
 }
@@ -368,7 +368,7 @@ type Referenced struct {
 // Fetch reads a cluster and the objects around it. It lists each kind once per namespace (by the
 // cluster-name label) and reads referenced objects in bulk; opts.Namespace, opts.Name and
 // opts.ShowResourceSets say what to read.
-func Fetch(ctx context.Context, c Reader, opts Options) (*Snapshot, error) {
+func Fetch(ctx context.Context, c Reader, opts ClusterRequest) (*Snapshot, error) {
 	d := &discoverer{c: c, opts: opts, versions: map[schema.GroupKind]versionResult{}}
 	clusterGVK, ok, err := d.servedGVK(contract.Group, "Cluster")
 	if err != nil {
@@ -521,7 +521,7 @@ func referencedFrom(objs map[objKey]fetched) []Referenced {
 // do (no grouping). It builds the tree from the snapshot so far (Build is pure and needs no
 // referenced object to decide grouping, which compares the machines' own conditions), so the
 // rows it finds are those of the final tree.
-func visibleMachines(s *Snapshot, opts Options) map[string]bool {
+func visibleMachines(s *Snapshot, opts ClusterRequest) map[string]bool {
 	if !opts.Grouping || len(s.Machines) == 0 {
 		return nil
 	}
@@ -546,7 +546,7 @@ func visibleMachines(s *Snapshot, opts Options) map[string]bool {
 }
 
 // Discover fetches a cluster's snapshot and builds its tree.
-func Discover(ctx context.Context, c Reader, opts Options) (*Tree, error) {
+func Discover(ctx context.Context, c Reader, opts ClusterRequest) (*Tree, error) {
 	s, err := Fetch(ctx, c, opts)
 	if err != nil {
 		return nil, err

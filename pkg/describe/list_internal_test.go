@@ -29,12 +29,12 @@ func TestDecodeList(t *testing.T) {
 // name an object, and a bad --show-conditions, as the command does.
 func TestOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		o    Options
+		o    ClusterRequest
 		want string
 	}{
-		{Options{Name: "c1", Namespace: "team-a", ShowConditions: "all"}, ""},
-		{Options{Name: "C1"}, `invalid cluster name "C1"`},
-		{Options{Name: "c1", Namespace: "../x"}, `invalid namespace "../x"`},
+		{ClusterRequest{Name: "c1", Namespace: "team-a", ShowConditions: "all"}, ""},
+		{ClusterRequest{Name: "C1"}, `invalid cluster name "C1"`},
+		{ClusterRequest{Name: "c1", Namespace: "../x"}, `invalid namespace "../x"`},
 	} {
 		err := tc.o.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -27,7 +27,7 @@ func TestLeanListsReadTheSameObjects(t *testing.T) {
 	env.CreateNamespaces(t, s.Namespace)
 	describetest.Apply(ctx, t, env.Client, s.Objects)
 	for _, grouping := range []bool{true, false} {
-		opts := describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping, ShowResourceSets: true}
+		opts := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: grouping, ShowResourceSets: true}
 		generic, err := describe.Fetch(ctx, genericReader{env.Client}, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -88,8 +88,8 @@ func TestFetchPathsBuildTheSameRows(t *testing.T) {
 	s := describetest.Varied("varied")
 	env.CreateNamespaces(t, s.Namespace)
 	describetest.Apply(ctx, t, env.Client, s.Objects)
-	base := describe.Options{Namespace: s.Namespace, Name: s.Cluster}
-	views := map[string]describe.Options{
+	base := describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster}
+	views := map[string]describe.ClusterRequest{
 		"grouped":         {Namespace: s.Namespace, Name: s.Cluster, Grouping: true},
 		"grouped-v1beta1": {Namespace: s.Namespace, Name: s.Cluster, Grouping: true, V1Beta1: true},
 		"ungrouped":       base,
@@ -116,7 +116,7 @@ func TestFetchPathsBuildTheSameRows(t *testing.T) {
 	}
 }
 
-func treeJSON(t *testing.T, c describe.Reader, opts describe.Options) []byte {
+func treeJSON(t *testing.T, c describe.Reader, opts describe.ClusterRequest) []byte {
 	t.Helper()
 	tree, err := describe.Discover(context.Background(), c, opts)
 	if err != nil {

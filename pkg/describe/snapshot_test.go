@@ -20,39 +20,42 @@ import (
 type goldenCase struct {
 	name     string
 	snapshot string
-	opts     describe.Options
+	opts     describe.ClusterRequest
 }
 
 func goldenCases() []goldenCase {
-	base := func(s *describetest.Scenario) describe.Options {
-		return describe.Options{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
+	base := func(s *describetest.Scenario) describe.ClusterRequest {
+		return describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, Grouping: true}
 	}
-	with := func(o describe.Options, f func(*describe.Options)) describe.Options { f(&o); return o }
+	with := func(o describe.ClusterRequest, f func(*describe.ClusterRequest)) describe.ClusterRequest {
+		f(&o)
+		return o
+	}
 	healthy, prov, up, pool, topo, legacy := describetest.Healthy(), describetest.Provisioning(), describetest.RollingUpgrade(), describetest.Pool(), describetest.Topology(), describetest.V1Beta1Only()
 	return []goldenCase{
 		{"healthy", healthy.Namespace, base(healthy)},
-		{"healthy-everything", healthy.Namespace, with(base(healthy), func(o *describe.Options) {
+		{"healthy-everything", healthy.Namespace, with(base(healthy), func(o *describe.ClusterRequest) {
 			o.ShowConditions, o.Grouping, o.Echo, o.ShowTemplates, o.ShowMachineSets, o.ShowResourceSets = "all", false, true, true, true, true
 		})},
 		{"provisioning", prov.Namespace, base(prov)},
-		{"provisioning-conditions", prov.Namespace, with(base(prov), func(o *describe.Options) { o.ShowConditions = "Cluster,dockercluster+" })},
+		{"provisioning-conditions", prov.Namespace, with(base(prov), func(o *describe.ClusterRequest) { o.ShowConditions = "Cluster,dockercluster+" })},
 		{"upgrade", up.Namespace, base(up)},
-		{"upgrade-machinesets", up.Namespace, with(base(up), func(o *describe.Options) {
+		{"upgrade-machinesets", up.Namespace, with(base(up), func(o *describe.ClusterRequest) {
 			o.ShowMachineSets = true
 			o.ShowConditions = "Machine/rolling-md-0-old-b+"
 		})},
 		{"pool", pool.Namespace, base(pool)},
 		{"topology", topo.Namespace, base(topo)},
-		{"topology-v1beta1-presentation", topo.Namespace, with(base(topo), func(o *describe.Options) { o.V1Beta1 = true })},
+		{"topology-v1beta1-presentation", topo.Namespace, with(base(topo), func(o *describe.ClusterRequest) { o.V1Beta1 = true })},
 		{"legacy", legacy.Namespace, base(legacy)},
-		{"legacy-v1beta1-presentation", legacy.Namespace, with(base(legacy), func(o *describe.Options) { o.V1Beta1, o.ShowConditions = true, "all" })},
+		{"legacy-v1beta1-presentation", legacy.Namespace, with(base(legacy), func(o *describe.ClusterRequest) { o.V1Beta1, o.ShowConditions = true, "all" })},
 	}
 }
 
 // snapshotOptions are the options a recorded snapshot is fetched with: everything that changes
 // what is read (resource sets) is on, so every presentation can be built from it.
-func snapshotOptions(s *describetest.Scenario) describe.Options {
-	return describe.Options{Namespace: s.Namespace, Name: s.Cluster, ShowResourceSets: true}
+func snapshotOptions(s *describetest.Scenario) describe.ClusterRequest {
+	return describe.ClusterRequest{Namespace: s.Namespace, Name: s.Cluster, ShowResourceSets: true}
 }
 
 func snapshotPath(name string) string { return filepath.Join("testdata", "snapshots", name+".yaml") }
@@ -126,7 +129,7 @@ func checkSnapshot(t *testing.T, name string, s *describe.Snapshot) {
 	}
 }
 
-func buildAndRender(t *testing.T, s *describe.Snapshot, opts describe.Options) []byte {
+func buildAndRender(t *testing.T, s *describe.Snapshot, opts describe.ClusterRequest) []byte {
 	t.Helper()
 	tree, err := describe.Build(s, opts)
 	if err != nil {
@@ -156,7 +159,7 @@ func TestBuildGolden(t *testing.T) {
 // case, with or without a name.
 func TestBuildRejectsUnknownShowConditionsKind(t *testing.T) {
 	s := loadSnapshot(t, describetest.Healthy().Namespace)
-	opts := describe.Options{Namespace: "healthy", Name: "prod", Grouping: true, ShowConditions: "Cluster,NoSuchKind+"}
+	opts := describe.ClusterRequest{Namespace: "healthy", Name: "prod", Grouping: true, ShowConditions: "Cluster,NoSuchKind+"}
 	_, err := describe.Build(s, opts)
 	var uk *describe.UnknownKindError
 	if !errors.As(err, &uk) || uk.Kind != "NoSuchKind" {
@@ -182,7 +185,7 @@ func TestBuildRejectsUnknownShowConditionsKind(t *testing.T) {
 func TestBuildIsPure(t *testing.T) {
 	s := loadSnapshot(t, describetest.Topology().Namespace)
 	before := stableSnapshot(t, s)
-	opts := describe.Options{Namespace: "topology", Name: "classy", Grouping: true}
+	opts := describe.ClusterRequest{Namespace: "topology", Name: "classy", Grouping: true}
 	a, b := buildAndRender(t, s, opts), buildAndRender(t, s, opts)
 	if !bytes.Equal(a, b) || !bytes.Equal(before, stableSnapshot(t, s)) {
 		t.Error("Build is not a pure function of its snapshot")

@@ -166,7 +166,7 @@ func (d *discoverer) namespaceExists(ctx context.Context, gvk schema.GroupVersio
 	if len(clusters) > 0 || opts.AllNamespaces {
 		return nil
 	}
-	nf := (&discoverer{c: d.c, opts: Options{Namespace: opts.Namespace}}).notFound(ctx, gvk)
+	nf := (&discoverer{c: d.c, opts: ClusterRequest{Namespace: opts.Namespace}}).notFound(ctx, gvk)
 	if _, isNS := nf.(*NamespaceNotFoundError); isNS {
 		return nf
 	}

@@ -175,7 +175,7 @@ func matchShowConditions(kind, name, spec string) conditionFilter {
 // --- building: echo and grouping (clusterctl's rules) ---
 
 type builder struct {
-	opts Options
+	opts ClusterRequest
 	// kinds are the kinds of the objects added (shown, hidden as echoes or grouped), by lower-case
 	// name, for checking --show-conditions.
 	kinds map[string]string

@@ -36,7 +36,7 @@ func (o ClusterRequest) now() time.Time {
 // (mgmt, read once per run by the caller; nil skips those rules) and, when asked, the workload
 // cluster.
 func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts ClusterRequest) (*Input, error) {
-	snap, err := describe.Fetch(ctx, c, describe.Options{Namespace: opts.Namespace, Name: opts.Name})
+	snap, err := describe.Fetch(ctx, c, describe.ClusterRequest{Namespace: opts.Namespace, Name: opts.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts ClusterR
 // NewInput builds the rules' input from describe's snapshot, without any request: the tree
 // (ungrouped, every machine's objects shown) and the Cluster and Machine fields the tree leaves out.
 func NewInput(snap *describe.Snapshot, kindCRDs map[string]string) (*Input, error) {
-	tree, err := describe.Build(snap, describe.Options{Namespace: snap.Cluster.GetNamespace(), Name: snap.Cluster.GetName(), Grouping: false, Echo: true})
+	tree, err := describe.Build(snap, describe.ClusterRequest{Namespace: snap.Cluster.GetNamespace(), Name: snap.Cluster.GetName(), Grouping: false, Echo: true})
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ type Input struct {
 	StuckAfter time.Duration
 
 	// Tree is the describe tree of the cluster, ungrouped and with every machine's
-	// infrastructure and bootstrap objects (describe.Options{Grouping: false, Echo: true}).
+	// infrastructure and bootstrap objects (describe.ClusterRequest{Grouping: false, Echo: true}).
 	Tree *describe.Tree
 	// Cluster holds what the rules need from the Cluster that the tree does not keep.
 	Cluster ClusterFacts

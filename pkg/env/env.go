@@ -27,6 +27,9 @@ type Env struct {
 	Progress func(string)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Target is the other cluster of a command that has one (move's --to-kubeconfig), nil
+	// otherwise.
+	Target *cluster.Client
 	// Repository is the provider repositories of the configuration (clusterctl.yaml), built on
 	// first use: a verb that needs no release does not read the configuration.
 	Repository func(context.Context) (*repository.Client, error)
@@ -67,6 +70,16 @@ func (e Env) Single() (*cluster.Client, error) {
 		return nil, m.Err
 	}
 	return m.Client, nil
+}
+
+// SingleIn is Single with a namespace resolved: namespace, else the kubeconfig context's (the
+// rule of every verb over one management cluster that takes -n).
+func (e Env) SingleIn(namespace string) (*cluster.Client, string, error) {
+	c, err := e.Single()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, c.NamespaceOr(namespace), nil
 }
 
 // Step reports a progress line when someone listens.

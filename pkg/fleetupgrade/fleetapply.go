@@ -23,6 +23,7 @@ import (
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/describe"
+	"github.com/capctl/capctl/pkg/health"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/versions"
@@ -63,23 +64,7 @@ type FleetApplyRequest struct {
 	Progress func(format string, args ...any)
 	// Health is the soak's look at a cluster beyond its conditions and Machines, wired by the
 	// caller (`capctl upgrade apply`: diagnose's rules); a rollout with a soak needs one.
-	Health HealthCheck
-}
-
-// HealthCheck reports one cluster's problems (warnings and errors) and the kinds it could not
-// read. The soak records what it reports when the soak begins and stops the wave at a new
-// problem; an error, or a kind it could not read, fails the soak (a look that cannot see passes
-// nothing).
-type HealthCheck func(ctx context.Context, c client.Client, namespace, name string) (problems []HealthProblem, unread []string, err error)
-
-// HealthProblem is one problem a HealthCheck found.
-type HealthProblem struct {
-	// Key identifies the problem across looks (its rule and object): one the soak's baseline
-	// holds is not new.
-	Key string
-	// Rule and Summary name it in the stop's reason; Evidence is shown under it.
-	Rule, Summary string
-	Evidence      []string
+	Health health.Check
 }
 
 // Defaults of a FleetApplyRequest (`upgrade apply --timeout` shows DefaultClusterTimeout).
@@ -866,7 +851,7 @@ func (a *fleetApplier) patch(ctx context.Context, management string, s ClusterSt
 func (a *fleetApplier) describeLines(cu ClusterUpgrade) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	t, err := describe.Discover(ctx, a.clients[cu.ManagementCluster], describe.Options{Namespace: cu.Namespace, Name: cu.Name, ShowConditions: "all"})
+	t, err := describe.Discover(ctx, a.clients[cu.ManagementCluster], describe.ClusterRequest{Namespace: cu.Namespace, Name: cu.Name, ShowConditions: "all"})
 	if err != nil {
 		return []string{"(describe failed: " + err.Error() + ")"}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/capctl/capctl/internal/childproc"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/health"
 )
 
 // Duration is a time.Duration written as "30s" or "2h0m0s" in plan files.
@@ -141,7 +142,7 @@ func (a *fleetApplier) soakCheck(ctx context.Context, cu ClusterUpgrade, baselin
 			return fmt.Sprintf("had Machine %s found unhealthy by its MachineHealthCheck", m.GetName()), []string{"Machine " + m.GetName() + " " + conditionLine("HealthCheckSucceeded", st, msg)}
 		}
 	}
-	var problems []HealthProblem
+	var problems []health.Problem
 	var unreadKinds []string
 	if err := cluster.CheckRead(ctx, func(ctx context.Context) (err error) {
 		problems, unreadKinds, err = a.req.Health(ctx, a.clients[cu.ManagementCluster], cu.Namespace, cu.Name)

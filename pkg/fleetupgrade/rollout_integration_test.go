@@ -138,7 +138,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 		gate := fmt.Sprintf(`echo "$CAPCTL_WAVE $CAPCTL_WAVE_INDEX/$CAPCTL_WAVES $CAPCTL_CLUSTERS $CAPCTL_KUBERNETES_VERSION" >> %s; test -f %s || { echo "smoke test failed on $CAPCTL_CLUSTERS"; exit 3; }`, log, ok)
 		var p progressLines
 		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "g"},
-			Rollout: Rollout{Canary: 1, MaxParallel: 2, Soak: Duration(time.Second), GateCommand: gate}, Health: diagnoseHealth,
+			Rollout: Rollout{Canary: 1, MaxParallel: 2, Soak: Duration(time.Second), GateCommand: gate}, Health: diagnose.SoakHealth,
 			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond, Progress: p.add}
 		rep, err := ApplyFleet(ctx, c, req)
 		if !errors.Is(err, ErrFleetStopped) || rep.Stop == nil {
@@ -181,7 +181,7 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 	soakRunAs := func(t *testing.T, c client.Client, ns string, during func()) *FleetStop {
 		t.Helper()
 		var once sync.Once
-		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)}, Health: diagnoseHealth,
+		req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: ns}, Rollout: Rollout{Soak: Duration(20 * time.Second)}, Health: diagnose.SoakHealth,
 			Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
 		req.Progress = func(format string, args ...any) {
 			if strings.Contains(fmt.Sprintf(format, args...), "soaking") {
@@ -307,7 +307,7 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 	var p progressLines
 	stopped := make(chan time.Time, 1)
 	// A soak far longer than the test: only a failed soak ends it in time.
-	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "down"}, Rollout: Rollout{Soak: Duration(10 * time.Minute)}, Health: diagnoseHealth,
+	req := FleetApplyRequest{KubernetesVersion: "v1.35.0", Selection: FleetSelection{Namespace: "down"}, Rollout: Rollout{Soak: Duration(10 * time.Minute)}, Health: diagnose.SoakHealth,
 		Timeout: 20 * time.Second, PollInterval: 200 * time.Millisecond}
 	req.Progress = func(format string, args ...any) {
 		p.add(format, args...)
@@ -339,24 +339,4 @@ func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
 	if p.has("soak passed") {
 		t.Errorf("the soak passed: %q", p.lines)
 	}
-}
-
-// diagnoseHealth wires diagnose's rules into the soak as `capctl upgrade apply` does (its
-// soakHealth), for the tests that call ApplyFleet directly.
-func diagnoseHealth(ctx context.Context, c client.Client, namespace, name string) ([]HealthProblem, []string, error) {
-	rep, err := diagnose.Cluster(ctx, c, diagnose.ClusterRequest{Namespace: namespace, Name: name})
-	if err != nil {
-		return nil, nil, err
-	}
-	var problems []HealthProblem
-	for _, f := range rep.Findings {
-		if f.Severity != diagnose.SeverityInfo {
-			problems = append(problems, HealthProblem{Key: f.Rule + " " + f.Object, Rule: f.Rule, Summary: f.Summary, Evidence: append([]string{f.Explanation}, f.Evidence...)})
-		}
-	}
-	var unread []string
-	for _, u := range rep.Unread {
-		unread = append(unread, u.String())
-	}
-	return problems, unread, nil
 }

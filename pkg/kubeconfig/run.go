@@ -22,11 +22,11 @@ func Run(ctx context.Context, e env.Env, req GetRequest) (*Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := e.Single()
+	c, ns, err := e.SingleIn(req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return Get(ctx, c, c.NamespaceOr(req.Namespace), req.Cluster)
+	return Get(ctx, c, ns, req.Cluster)
 }
 
 // ClustersRequest lists the Clusters of a namespace (shell completion of cluster names).
@@ -49,11 +49,11 @@ func Clusters(ctx context.Context, e env.Env, req ClustersRequest) (*Names, erro
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := e.Single()
+	c, ns, err := e.SingleIn(req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	names, err := ListClusters(ctx, c, c.NamespaceOr(req.Namespace))
+	names, err := ListClusters(ctx, c, ns)
 	if err != nil {
 		return nil, err
 	}

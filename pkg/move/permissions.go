@@ -10,6 +10,7 @@ import (
 
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // ErrPermissions is returned when a user lacks permissions a move needs (authz's one marker).
@@ -52,7 +53,12 @@ func movedKinds(src *cluster.Client, g *Graph) (map[string][]string, error) {
 // read (the move would refuse its incomplete view) named as missing; so a yes here is a move
 // that passes its own checks. Where the graph cannot be built for want of a permission, the
 // table's fixed rules name what is missing.
-func CanI(ctx context.Context, src *cluster.Client, req authz.CanIRequest) (*authz.CanIResult, error) {
+func CanI(ctx context.Context, e env.Env, req authz.CanIRequest) (*authz.CanIResult, error) {
+	src, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	req.Namespace = src.NamespaceOr(req.Namespace)
 	g, err := Discover(ctx, src, Scope{Namespace: req.Namespace})
 	var incomplete *authz.IncompleteError
 	switch {
@@ -67,5 +73,5 @@ func CanI(ctx context.Context, src *cluster.Client, req authz.CanIRequest) (*aut
 	default:
 		return nil, fmt.Errorf("reading the source to check the move's permissions: %w", err)
 	}
-	return authz.CanI(ctx, req)
+	return authz.CanI(ctx, e, req)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 // TestMoveRefusedForAMissingTargetPermission: an operator of the target who may do everything
@@ -128,8 +129,9 @@ func TestMoveRefusedForMissingSourcePermissions(t *testing.T) {
 // (a permission's start, "verb resource"), as the move itself then refuses.
 func canINames(t *testing.T, src, dst *cluster.Client, ns string, side authz.Side, missing ...string) {
 	t.Helper()
-	res, err := CanI(context.Background(), src, authz.CanIRequest{Command: "move", Namespace: ns,
-		Clusters: map[authz.Side]client.Client{authz.Source: src, authz.Target: dst}})
+	e := capenv.One(src)
+	e.Target = dst
+	res, err := CanI(context.Background(), e, authz.CanIRequest{Command: "move", Namespace: ns})
 	if err != nil || res.OK() {
 		t.Fatalf("can-i move: %+v %v, want a no", res, err)
 	}

@@ -1,4 +1,4 @@
-package describe
+package output
 
 import (
 	"bytes"
@@ -8,20 +8,17 @@ import (
 	"time"
 )
 
-// DefaultWatchInterval is how often Watch reads the cluster (`describe cluster --watch-interval`).
-const DefaultWatchInterval = 2 * time.Second
-
 // clearScreen moves the cursor home and clears the terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-// Watch calls frame every interval and writes its output whenever it differs from the last one
+// Watch (`describe cluster --watch`) calls frame every interval and writes its output whenever it differs from the last one
 // written, until ctx ends (ctrl-c). On a terminal (clear) each frame replaces the previous one;
 // otherwise frames are appended, separated by a blank line. An error before the first frame ends
 // the watch; a later one (an API server restarting, a timeout) is shown as the frame and the
 // watch goes on. ctx ending is a normal stop.
 func Watch(ctx context.Context, interval time.Duration, w io.Writer, clear bool, frame func(context.Context) ([]byte, error)) error {
 	if interval <= 0 {
-		interval = DefaultWatchInterval
+		return fmt.Errorf("a watch interval must be positive, not %s", interval)
 	}
 	var last []byte
 	first := true
