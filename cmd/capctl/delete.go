@@ -10,14 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
-	deletion "github.com/capctl/capctl/pkg/deletion"
+	"github.com/capctl/capctl/pkg/deletion"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/provider"
 )
 
 // DeleteOptions is `capctl delete` parsed from its flags: Request is the one deletion request.
 type DeleteOptions struct {
 	deps
-	Request deletion.Options
+	Request deletion.Request
 	Yes     bool
 	DryRun  bool
 	Output  output.Format
@@ -92,11 +93,11 @@ func (o *DeleteOptions) complete([]string) error {
 
 // runDelete plans the deletion, shows the plan, asks (unless --yes), deletes and reports.
 func runDelete(ctx context.Context, o *DeleteOptions) error {
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	plan, err := deletion.BuildPlan(ctx, c, o.Request)
+	plan, err := deletion.BuildPlan(ctx, e, o.Request)
 	if err != nil {
 		return err
 	}
@@ -129,14 +130,14 @@ func runDelete(ctx context.Context, o *DeleteOptions) error {
 		return err
 	}
 	log, progress := o.Logger(), output.NewProgress(o.IO)
-	res, err := deletion.Apply(ctx, c, plan, 0, func(done, total int, obj deletion.Object, err error) {
+	res, err := deletion.Apply(ctx, e, deletion.ApplyRequest{Plan: plan, Progress: func(done, total int, obj deletion.Object, err error) {
 		if err != nil {
 			log.Info("Failed to delete", "object", obj.String(), "error", err.Error())
 		} else {
 			log.V(1).Info("Deleted", "object", obj.String())
 		}
 		progress.Count("Deleting objects", done, total)
-	})
+	}})
 	rep := &deletion.Report{Plan: plan, Result: res}
 	if perr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return rep.WriteText(w, err) }); perr != nil && err == nil {
 		err = perr

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -28,9 +29,39 @@ type Result struct {
 // Progress is called after each deletion (err is nil on success).
 type Progress func(done, total int, o Object, err error)
 
-// Apply deletes what the plan lists: per provider its components, then (only if all of them
+// ApplyRequest is the confirmed half of `capctl delete`: the plan BuildPlan made (and the user
+// confirmed), how many objects to delete at once, and who hears of each object.
+type ApplyRequest struct {
+	Plan *Plan
+	// Concurrency is how many objects are deleted at once (0: the default).
+	Concurrency int
+	// Progress, when set, hears of every object deleted or failed.
+	Progress Progress
+}
+
+// Validate refuses a request without a plan.
+func (r ApplyRequest) Validate() error {
+	if r.Plan == nil {
+		return errors.New("a delete needs its plan (BuildPlan) before it is applied")
+	}
+	return nil
+}
+
+// Apply is the deleting half of `capctl delete` on the Env's management cluster (apply).
+func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	return apply(ctx, c, req.Plan, req.Concurrency, req.Progress)
+}
+
+// apply deletes what the plan lists: per provider its components, then (only if all of them
 // went) its inventory entry, so a failed delete can simply be run again; then cert-manager.
-func Apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, progress Progress) (*Result, error) {
+func apply(ctx context.Context, c client.Client, plan *Plan, concurrency int, progress Progress) (*Result, error) {
 	if err := plan.Complete(); err != nil {
 		return nil, err
 	}

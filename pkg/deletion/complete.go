@@ -75,7 +75,7 @@ func CanI(ctx context.Context, e env.Env, req authz.CanIRequest) (*authz.CanIRes
 	if err != nil {
 		return nil, err
 	}
-	p, err := BuildPlan(ctx, c, Options{All: true})
+	p, err := buildPlan(ctx, c, Request{All: true})
 	switch {
 	case err == nil:
 		if req.Kinds, err = p.permissionKinds(c); err != nil {

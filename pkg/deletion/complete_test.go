@@ -24,7 +24,7 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 	env := setupProvidersEnv(t)
 	admin := env.Client
 	ctx := context.Background()
-	all := Options{All: true, IncludeCertManager: false}
+	all := Request{All: true, IncludeCertManager: false}
 
 	cases := []struct {
 		user, role string
@@ -56,9 +56,9 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 			if err != nil || res.OK() || !strings.Contains(fmt.Sprint(res.Sides[0].Missing), tc.canIMissing) {
 				t.Errorf("can-i delete: %+v %v, want %q missing", res, err, tc.canIMissing)
 			}
-			plan, err := BuildPlan(ctx, c, all)
+			plan, err := buildPlan(ctx, c, all)
 			if err == nil {
-				_, err = Apply(ctx, c, plan, 0, nil)
+				_, err = apply(ctx, c, plan, 0, nil)
 			}
 			var ie *authz.IncompleteError
 			var pe *authz.PreflightError
@@ -82,14 +82,14 @@ func TestDeleteRefusesAnIncompleteView(t *testing.T) {
 			t.Errorf("can-i delete for an operator: %+v %v, want a yes with nothing left to the run", res, err)
 		}
 		before := testenv.Snapshot(t, admin)
-		plan, err := BuildPlan(ctx, c, all)
+		plan, err := buildPlan(ctx, c, all)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(plan.Unlisted) != 0 {
 			t.Fatalf("an operator with every permission sees an incomplete view: %v", plan.Unlisted)
 		}
-		if _, err := Apply(ctx, c, plan, 0, nil); err != nil {
+		if _, err := apply(ctx, c, plan, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		if d := before.Diff(testenv.Snapshot(t, admin)); len(d) == 0 {

@@ -101,10 +101,10 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 	testenv.Integration(t)
 	c := setupProviders(t)
 	ctx := context.Background()
-	docker := Options{Providers: []Selection{{Type: provider.InfrastructureProviderType, Name: "docker"}}}
+	docker := Request{Providers: []Selection{{Type: provider.InfrastructureProviderType, Name: "docker"}}}
 
 	// The plan for the docker provider alone, with the default keep rules.
-	plan, err := BuildPlan(ctx, c, docker)
+	plan, err := buildPlan(ctx, c, docker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +131,13 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 	}
 
 	// --include-crd refuses while a DockerCluster exists, naming the kind and count.
-	_, err = BuildPlan(ctx, c, Options{Providers: docker.Providers, IncludeCRD: true})
+	_, err = buildPlan(ctx, c, Request{Providers: docker.Providers, IncludeCRD: true})
 	var eo *ExistingObjectsError
 	if !errors.As(err, &eo) || !strings.Contains(err.Error(), `"infrastructure-docker": [DockerCluster: 1]`) {
 		t.Fatalf("want ExistingObjectsError, got %v", err)
 	}
 	// --include-cert-manager refuses while the core provider stays.
-	_, err = BuildPlan(ctx, c, Options{Providers: docker.Providers, IncludeCertManager: true})
+	_, err = buildPlan(ctx, c, Request{Providers: docker.Providers, IncludeCertManager: true})
 	if err == nil || !strings.Contains(err.Error(), "still needed by providers that stay installed (capi-system/cluster-api)") {
 		t.Fatalf("cert-manager still needed: got %v", err)
 	}
@@ -146,7 +146,7 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 	if err := c.Delete(ctx, cr("infrastructure.cluster.x-k8s.io/v1beta2", "DockerCluster", "default", "workload", nil)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err = BuildPlan(ctx, c, Options{Providers: docker.Providers, IncludeCRD: true})
+	plan, err = buildPlan(ctx, c, Request{Providers: docker.Providers, IncludeCRD: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 		t.Fatalf("CRD not planned: %s", names(plan.Providers[0].Delete))
 	}
 	var progressed int
-	res, err := Apply(ctx, c, plan, 4, func(done, total int, o Object, err error) { progressed = done })
+	res, err := apply(ctx, c, plan, 4, func(done, total int, o Object, err error) { progressed = done })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,19 +176,19 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 	}
 
 	// Deleting docker again: it is no longer installed.
-	if _, err := BuildPlan(ctx, c, docker); err == nil || !strings.Contains(err.Error(), "is not installed (installed: cluster-api") {
+	if _, err := buildPlan(ctx, c, docker); err == nil || !strings.Contains(err.Error(), "is not installed (installed: cluster-api") {
 		t.Fatalf("re-delete: %v", err)
 	}
 
 	// Everything, with namespaces and cert-manager: refused while a user's Issuer exists.
-	all := Options{All: true, IncludeNamespace: true, IncludeCertManager: true}
-	if _, err := BuildPlan(ctx, c, all); err == nil || !strings.Contains(err.Error(), "Issuer/default/users-issuer") {
+	all := Request{All: true, IncludeNamespace: true, IncludeCertManager: true}
+	if _, err := buildPlan(ctx, c, all); err == nil || !strings.Contains(err.Error(), "Issuer/default/users-issuer") {
 		t.Fatalf("cert-manager in use: %v", err)
 	}
 	if err := c.Delete(ctx, cr("cert-manager.io/v1", "Issuer", "default", "users-issuer", nil)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err = BuildPlan(ctx, c, all)
+	plan, err = buildPlan(ctx, c, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestDeleteAgainstAPIServer(t *testing.T) {
 	if got, want := names(plan.CertManager.Delete), "ClusterRole/cert-manager-controller-issuers\nCustomResourceDefinition/issuers.cert-manager.io\nNamespace/cert-manager"; !plan.CertManager.Deleted || got != want {
 		t.Fatalf("cert-manager plan:\n%s\nwant:\n%s", got, want)
 	}
-	if _, err := Apply(ctx, c, plan, 0, nil); err != nil {
+	if _, err := apply(ctx, c, plan, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if exists(t, c, &corev1.Namespace{}, "", "capi-system") || exists(t, c, &corev1.Namespace{}, "", "cert-manager") ||
@@ -220,23 +220,23 @@ func TestResolve(t *testing.T) {
 		inventory.New("helm", provider.AddonProviderType, "v0.3.0", "team-a"),
 		inventory.New("helm", provider.AddonProviderType, "v0.3.0", "team-b"),
 	}
-	if _, err := resolve(items, Options{Providers: []Selection{{Type: provider.AddonProviderType, Name: "helm"}}}); err == nil || !strings.Contains(err.Error(), "failed to identify the namespace") {
+	if _, err := resolve(items, Request{Providers: []Selection{{Type: provider.AddonProviderType, Name: "helm"}}}); err == nil || !strings.Contains(err.Error(), "failed to identify the namespace") {
 		t.Errorf("ambiguous: %v", err)
 	}
-	got, err := resolve(items, Options{Providers: []Selection{{Type: provider.AddonProviderType, Name: "helm", Namespace: "team-b"}}})
+	got, err := resolve(items, Request{Providers: []Selection{{Type: provider.AddonProviderType, Name: "helm", Namespace: "team-b"}}})
 	if err != nil || len(got) != 1 || got[0].Namespace != "team-b" {
 		t.Errorf("with namespace: %+v %v", got, err)
 	}
-	if _, err := resolve(items, Options{Providers: []Selection{{Type: provider.CoreProviderType, Name: "cluster-api", Version: "v1.13.0"}}}); err == nil || !strings.Contains(err.Error(), "installed at version v1.14.0") {
+	if _, err := resolve(items, Request{Providers: []Selection{{Type: provider.CoreProviderType, Name: "cluster-api", Version: "v1.13.0"}}}); err == nil || !strings.Contains(err.Error(), "installed at version v1.14.0") {
 		t.Errorf("version: %v", err)
 	}
-	if _, err := resolve(nil, Options{All: true}); err == nil {
+	if _, err := resolve(nil, Request{All: true}); err == nil {
 		t.Error("empty inventory accepted")
 	}
-	if err := (Options{}).Validate(); err == nil || !strings.Contains(err.Error(), "should be specified or the --all flag") {
+	if err := (Request{}).Validate(); err == nil || !strings.Contains(err.Error(), "should be specified or the --all flag") {
 		t.Errorf("nothing selected: %v", err)
 	}
-	if err := (Options{All: true, Providers: []Selection{{Type: provider.CoreProviderType, Name: "cluster-api"}}}).Validate(); err == nil {
+	if err := (Request{All: true, Providers: []Selection{{Type: provider.CoreProviderType, Name: "cluster-api"}}}).Validate(); err == nil {
 		t.Error("--all with a provider accepted")
 	}
 }
@@ -259,8 +259,8 @@ func BenchmarkBuildPlan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	opts := Options{All: true, IncludeCRD: true, IncludeNamespace: true}
-	if _, err := BuildPlan(ctx, c, opts); err != nil { // warm up discovery and CRD storage
+	opts := Request{All: true, IncludeCRD: true, IncludeNamespace: true}
+	if _, err := buildPlan(ctx, c, opts); err != nil { // warm up discovery and CRD storage
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -272,7 +272,7 @@ func BenchmarkBuildPlan(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		plan, err := BuildPlan(ctx, fresh, opts)
+		plan, err := buildPlan(ctx, fresh, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestDeleteAllRemovesCoreLast(t *testing.T) {
 	if err := c.Delete(context.Background(), cr("infrastructure.cluster.x-k8s.io/v1beta2", "DockerCluster", "default", "workload", nil)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := BuildPlan(context.Background(), c, Options{All: true})
+	plan, err := buildPlan(context.Background(), c, Request{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestDeleteAllRemovesCoreLast(t *testing.T) {
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
 	first := ""
-	_, err = Apply(ctx, c, plan, 1, func(_, _ int, o Object, _ error) {
+	_, err = apply(ctx, c, plan, 1, func(_, _ int, o Object, _ error) {
 		if first == "" {
 			first = owner[o.String()]
 		} else if owner[o.String()] != first {

@@ -18,6 +18,7 @@ import (
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 )
@@ -35,8 +36,8 @@ func (s Selection) String() string {
 	return fmt.Sprintf("%s %s", s.Type.Flag(), r)
 }
 
-// Options choose what to delete.
-type Options struct {
+// Request choose what to delete.
+type Request struct {
 	Providers []Selection
 	// All deletes every provider of the inventory.
 	All bool
@@ -134,7 +135,7 @@ func (e *ExistingObjectsError) Error() string {
 }
 
 // Validate checks options that need no cluster.
-func (o Options) Validate() error {
+func (o Request) Validate() error {
 	if o.All && len(o.Providers) > 0 {
 		return errors.New("--all cannot be combined with provider flags: delete every provider with --all, or name them")
 	}
@@ -156,7 +157,7 @@ func (o Options) Validate() error {
 }
 
 // resolve picks the inventory entries the selections name.
-func resolve(items []inventory.Provider, opts Options) ([]inventory.Provider, error) {
+func resolve(items []inventory.Provider, opts Request) ([]inventory.Provider, error) {
 	if len(items) == 0 {
 		return nil, errors.New("no providers are installed in this management cluster (the inventory is empty); nothing to delete")
 	}
@@ -236,10 +237,20 @@ type listedObject struct {
 	namespaced bool
 }
 
-// BuildPlan reads the management cluster and works out what delete would do. It writes nothing.
+// BuildPlan is the planning half of `capctl delete` on the Env's management cluster (buildPlan):
+// what delete would do; it writes nothing.
+func BuildPlan(ctx context.Context, e env.Env, req Request) (*Plan, error) {
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	return buildPlan(ctx, c, req)
+}
+
+// buildPlan reads the management cluster and works out what delete would do. It writes nothing.
 // Requests: the inventory, one discovery, one CRD LIST, one metadata LIST per listable type (in
 // parallel), and with --include-crd one metadata LIST per CRD of the selected providers.
-func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, error) {
+func buildPlan(ctx context.Context, c *cluster.Client, opts Request) (*Plan, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -332,7 +343,7 @@ func BuildPlan(ctx context.Context, c *cluster.Client, opts Options) (*Plan, err
 // assign sorts the components found to the plans of their providers (by manifest label),
 // applying clusterctl's keep rules, and returns cert-manager's objects, which no provider owns.
 // instances counts the installed instances of each provider.
-func assign(found []listedObject, plans map[string]*ProviderPlan, instances map[string]int, opts Options) (certManagerObjs []listedObject) {
+func assign(found []listedObject, plans map[string]*ProviderPlan, instances map[string]int, opts Request) (certManagerObjs []listedObject) {
 	// With --include-namespace the namespace takes its contents with it, but only a Namespace
 	// labelled as the provider's is deleted (as clusterctl does); otherwise objects go one by one.
 	if opts.IncludeNamespace {
@@ -386,7 +397,7 @@ func assign(found []listedObject, plans map[string]*ProviderPlan, instances map[
 	return certManagerObjs
 }
 
-func (o Options) concurrency() int {
+func (o Request) concurrency() int {
 	if o.Concurrency > 0 {
 		return o.Concurrency
 	}
@@ -401,7 +412,7 @@ func isWebhookConfiguration(gvk schema.GroupVersionKind) bool {
 // planCertManager decides about cert-manager: kept unless asked for, installed by
 // capctl/clusterctl (objects labelled core=cert-manager in its namespaces), and not needed by a
 // remaining provider or by cert-manager objects that are not being deleted.
-func planCertManager(ctx context.Context, c client.Client, opts Options, plan *Plan, objs []listedObject, types []apiType) (CertManagerPlan, error) {
+func planCertManager(ctx context.Context, c client.Client, opts Request, plan *Plan, objs []listedObject, types []apiType) (CertManagerPlan, error) {
 	if !opts.IncludeCertManager {
 		return CertManagerPlan{Reason: "kept (pass --include-cert-manager to delete it when capctl installed it)"}, nil
 	}

@@ -26,7 +26,6 @@ var featurePackages = map[string]bool{
 // lacks the shape (a new verb takes the shape), and for one in it that has it now.
 var notYetOneCall = map[string]bool{
 	"clusterinit.Init": true, "clusterinit.ListImages": true, "convert.Run": true,
-	"deletion.Apply": true, "deletion.BuildPlan": true,
 
 	"move.Run":                  true,
 	"templates.GenerateCluster": true, "templates.GenerateYAML": true, "templates.ListFlavors": true,
