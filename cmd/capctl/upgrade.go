@@ -206,15 +206,6 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 	return exitCode(res.ExitCode())
 }
 
-// catalog builds the repository client of the configured providers.
-func (d deps) catalog(ctx context.Context) (upgrade.RepositoryCatalog, error) {
-	rc, err := d.Repository(ctx, false)
-	if err != nil {
-		return upgrade.RepositoryCatalog{}, err
-	}
-	return upgrade.RepositoryCatalog{Client: rc}, nil
-}
-
 // UpgradeApplyOptions is `capctl upgrade apply` parsed from its flags: Request is the one
 // upgrade request.
 type UpgradeApplyOptions struct {
@@ -451,17 +442,13 @@ func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	if o.Fleet != nil {
 		return runFleetApply(ctx, o)
 	}
-	cat, err := o.catalog(ctx)
-	if err != nil {
-		return err
-	}
-	c, err := o.Cluster(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
 	opts := o.ApplyOptions
 	opts.Log = o.Logger()
-	res, err := upgrade.Apply(ctx, c, cat, o.Request, opts)
+	res, err := upgrade.Apply(ctx, e, upgrade.ApplyRequest{Request: o.Request, ApplyOptions: opts})
 	if errors.Is(err, upgrade.ErrNothingToUpgrade) {
 		return upgrade.RenderNothingToUpgrade(o.IO.Out)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/certmanager"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/install"
 	"github.com/capctl/capctl/pkg/inventory"
 )
@@ -99,11 +100,32 @@ type preparedUpgrade struct {
 	liveDeps []appsv1.Deployment
 }
 
-// Apply upgrades providers as `capctl upgrade apply` does: validate every input and fetch every
+// ApplyRequest is `capctl upgrade apply` of the providers: what to upgrade to (Request) and how
+// (ApplyOptions).
+type ApplyRequest struct {
+	Request
+	ApplyOptions
+}
+
+// Apply is `capctl upgrade apply` of the providers on the Env's management cluster, with the
+// Env's provider repositories as the source of the new releases (apply).
+func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*ApplyResult, error) {
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := e.Repositories(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return apply(ctx, c, RepositoryCatalog{Client: rc}, req.Request, req.ApplyOptions)
+}
+
+// apply upgrades providers as `capctl upgrade apply` does: validate every input and fetch every
 // new component set first; then scale the old controllers to zero, and per provider (in type
 // order) delete the old components except CRDs, the namespace and the inventory entry, apply the
 // new ones (CRDs updated in place) and record the new version in the inventory.
-func Apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts ApplyOptions) (*ApplyResult, error) {
+func apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts ApplyOptions) (*ApplyResult, error) {
 	log := opts.Log
 	if log == nil {
 		log = logging.Discard()

@@ -201,7 +201,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("dry run changes nothing", func(t *testing.T) {
-		res, err := Apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{DryRun: true})
+		res, err := apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 			return *d.Spec.Replicas
 		}
 		was := replicas()
-		_, err := Apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
+		_, err := apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
 		var perr *authz.PreflightError
 		if !errors.As(err, &perr) {
 			t.Fatalf("want a permission refusal, got %v", err)
@@ -250,7 +250,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 		// with no inventory entry recording it.
 		env.GrantAllBut(t, "no-role-list", map[string][]string{"roles.rbac.authorization.k8s.io": {"list"}, "configmaps": {"list"}})
 		operator := env.User(t, "no-role-list")
-		_, err := Apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
+		_, err := apply(ctx, operator, cat, Request{Contract: "v1beta2"}, ApplyOptions{})
 		if !authz.IsIncomplete(err) {
 			t.Fatalf("want the refusal of an incomplete view, got %v", err)
 		}
@@ -266,7 +266,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("patch upgrade with explicit versions", func(t *testing.T) {
-		res, err := Apply(ctx, c, cat, Request{Providers: []Requested{
+		res, err := apply(ctx, c, cat, Request{Providers: []Requested{
 			req(provider.CoreProviderType, "capi-system/cluster-api:v1.13.5"),
 			req(provider.InfrastructureProviderType, "docker:v1.13.5"),
 		}}, ApplyOptions{})
@@ -294,7 +294,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 
 	t.Run("minor upgrade by contract, waiting for the providers", func(t *testing.T) {
 		before, start := c.Requests(), time.Now()
-		res, err := Apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{WaitProviders: true, WaitTimeout: 2 * time.Minute})
+		res, err := apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{WaitProviders: true, WaitTimeout: 2 * time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +334,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 		if err != nil || !plan.Contracts[0].UpToDate() {
 			t.Fatalf("plan %+v %v", plan, err)
 		}
-		if _, err := Apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{}); !errors.Is(err, ErrNothingToUpgrade) {
+		if _, err := apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{}); !errors.Is(err, ErrNothingToUpgrade) {
 			t.Errorf("apply when up to date: %v", err)
 		}
 	})
@@ -384,7 +384,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 		if plan.CertManager == nil || !plan.CertManager.ShouldUpgrade || plan.CertManager.From != "v1.20.3" || plan.CertManager.To != "v1.21.1" {
 			t.Fatalf("cert-manager plan %+v", plan.CertManager)
 		}
-		res, err := Apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{CertManagerTimeout: time.Minute})
+		res, err := apply(ctx, c, cat, Request{Contract: "v1beta2"}, ApplyOptions{CertManagerTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,7 +421,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 			{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.13.5")}},
 			{Providers: []Requested{req(provider.CoreProviderType, "cluster-api:v1.14.9")}},
 		} {
-			if _, err := Apply(ctx, c, cat, r, ApplyOptions{}); err == nil {
+			if _, err := apply(ctx, c, cat, r, ApplyOptions{}); err == nil {
 				t.Errorf("%+v accepted", r)
 			}
 		}
