@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/pkg/convert"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // ConvertOptions are the flags and arguments of `capctl convert`: Request is the one
@@ -74,7 +75,7 @@ func (o *ConvertOptions) complete(args []string) error {
 // runConvert makes the one convert.Run call and renders: the YAML for one input, a summary table
 // for directories and dry runs.
 func runConvert(ctx context.Context, o *ConvertOptions) error {
-	rep, err := convert.Run(ctx, o.Request)
+	rep, err := convert.Run(ctx, env.Env{}, o.Request)
 	if rep == nil {
 		return err
 	}

@@ -147,8 +147,29 @@ func (d deps) env(ctx context.Context, sel multicluster.Selection) (env.Env, err
 	if err != nil {
 		return env.Env{}, err
 	}
-	e.Repository = func(ctx context.Context) (*repository.Client, error) { return d.Repository(ctx, false) }
+	d.wire(&e)
 	return e, nil
+}
+
+// optionalEnv is env for a verb that can work without a management cluster: the one the
+// kubeconfig names, or none when none is named and the default does not answer.
+func (d deps) optionalEnv(ctx context.Context) (env.Env, error) {
+	c, err := d.OptionalCluster(ctx)
+	if err != nil {
+		return env.Env{}, err
+	}
+	var e env.Env
+	if c != nil {
+		e = env.One(c)
+	}
+	d.wire(&e)
+	return e, nil
+}
+
+// wire gives e the run's configuration and provider repositories, each read on first use.
+func (d deps) wire(e *env.Env) {
+	e.Config = d.Config
+	e.Repository = func(ctx context.Context) (*repository.Client, error) { return d.Repository(ctx, false) }
 }
 
 // OptionalCluster connects when a management cluster is named (--kubeconfig or

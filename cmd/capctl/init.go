@@ -10,6 +10,7 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	clusterinit "github.com/capctl/capctl/pkg/init"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // providerFlags are the provider selection flags of init list-images, its request.
@@ -23,8 +24,8 @@ func (p *providerFlags) add(cmd *cobra.Command) {
 }
 
 // request is the one request of `init list-images`.
-func (p *providerFlags) request() clusterinit.ImagesOptions {
-	return clusterinit.ImagesOptions{Selection: p.Selection, TargetNamespace: p.TargetNamespace}
+func (p *providerFlags) request() clusterinit.ImagesRequest {
+	return clusterinit.ImagesRequest{Selection: p.Selection, TargetNamespace: p.TargetNamespace}
 }
 
 // addProviderFlags adds the provider selection flags shared by init and init list-images.
@@ -43,7 +44,7 @@ func addProviderFlags(cmd *cobra.Command, sel *clusterinit.Selection, targetName
 // InitOptions is `capctl init` parsed from its flags: Options is the one init request.
 type InitOptions struct {
 	deps
-	clusterinit.Options
+	clusterinit.InitRequest
 	Output output.Format
 }
 
@@ -108,22 +109,14 @@ func (o *InitOptions) complete([]string) error {
 
 // runInit makes the one clusterinit.Init call and prints its result.
 func runInit(ctx context.Context, o *InitOptions) error {
-	cfg, err := o.Config(ctx)
+	e, err := o.env(ctx, multicluster.Selection{})
 	if err != nil {
 		return err
 	}
-	repo, err := o.Repository(ctx, false)
-	if err != nil {
-		return err
-	}
-	c, err := o.Cluster(ctx)
-	if err != nil {
-		return err
-	}
-	req := o.Options
+	req := o.InitRequest
 	req.Log = o.Logger()
 	req.OnPlan = func(plan []clusterinit.Planned) { clusterinit.RenderResolved(o.IO.ErrOut, plan) }
-	res, err := clusterinit.Init(ctx, clusterinit.Clients{Cluster: c, Repo: repo, Config: cfg}, req)
+	res, err := clusterinit.Init(ctx, e, req)
 	if err != nil {
 		return err
 	}
@@ -173,23 +166,14 @@ func (o *ListImagesOptions) complete([]string) error {
 
 // runListImages makes the one clusterinit.ListImages call and prints the images.
 func runListImages(ctx context.Context, o *ListImagesOptions) error {
-	cfg, err := o.Config(ctx)
+	e, err := o.optionalEnv(ctx)
 	if err != nil {
 		return err
 	}
-	repo, err := o.Repository(ctx, false)
-	if err != nil {
-		return err
-	}
-	cl := clusterinit.Clients{Repo: repo, Config: cfg}
-	cl.Cluster, err = o.OptionalCluster(ctx)
-	if err != nil {
-		return err
-	}
-	if cl.Cluster == nil {
+	if len(e.Management) == 0 {
 		fmt.Fprintln(o.IO.ErrOut, "No management cluster consulted: listing the images of a first init, cert-manager included.")
 	}
-	imgs, err := clusterinit.ListImages(ctx, cl, o.request())
+	imgs, err := clusterinit.ListImages(ctx, e, o.request())
 	if err != nil {
 		return err
 	}

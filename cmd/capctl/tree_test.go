@@ -146,11 +146,11 @@ var flagCases = map[string]flagCase{
 	}),
 	"capctl init": capture(newCmdInit, []string{"-i", "docker:v1.14.0", "--wait-providers=false"}, func(t *testing.T, o *InitOptions) {
 		if !reflect.DeepEqual(o.Selection.Infrastructure, []string{"docker:v1.14.0"}) || o.WaitProviders || o.WaitProviderTimeout != clusterinit.DefaultWaitProviderTimeout {
-			t.Errorf("request %+v", o.Options)
+			t.Errorf("request %+v", o.InitRequest)
 		}
 	}),
 	"capctl init list-images": capture(newCmdInitListImages, []string{"-i", "docker", "-b", "-"}, func(t *testing.T, o *ListImagesOptions) {
-		want := clusterinit.ImagesOptions{Selection: clusterinit.Selection{Infrastructure: []string{"docker"}, Bootstrap: []string{"-"}}}
+		want := clusterinit.ImagesRequest{Selection: clusterinit.Selection{Infrastructure: []string{"docker"}, Bootstrap: []string{"-"}}}
 		if !reflect.DeepEqual(o.request(), want) {
 			t.Errorf("request %+v, want %+v", o.request(), want)
 		}

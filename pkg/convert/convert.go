@@ -14,6 +14,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -158,7 +159,7 @@ func (r *Request) Validate() error {
 
 // Run converts the request's files. With InPlace it writes changed files only when every object
 // of every file converted; otherwise it writes nothing and returns an *ObjectsError with the report.
-func Run(ctx context.Context, req Request) (*Report, error) {
+func Run(ctx context.Context, _ env.Env, req Request) (*Report, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capctl/capctl/internal/userinput"
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 // TestEndlessInputIsRefused: standard input that never ends and /dev/zero (which reports size 0)
@@ -19,7 +20,7 @@ func TestEndlessInputIsRefused(t *testing.T) {
 		"stdin":     {Paths: []string{"-"}, Stdin: userinputtest.Endless{}},
 		"/dev/zero": {Paths: []string{"/dev/zero"}},
 	} {
-		_, err := Run(context.Background(), req)
+		_, err := Run(context.Background(), capenv.Env{}, req)
 		if !userinput.IsTooLarge(err) || !strings.Contains(err.Error(), "--max-input-size") {
 			t.Errorf("%s: %v, want the input bound", name, err)
 		}
@@ -29,7 +30,7 @@ func TestEndlessInputIsRefused(t *testing.T) {
 // TestDuplicateKeyIsAnError: a key given twice is reported with its line, not resolved.
 func TestDuplicateKeyIsAnError(t *testing.T) {
 	in := mhcV1beta1 + "---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineHealthCheck\nmetadata:\n  name: b\n  name: c\nspec:\n  clusterName: x\n"
-	rep, err := Run(context.Background(), Request{Paths: []string{"-"}, Stdin: strings.NewReader(in)})
+	rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{"-"}, Stdin: strings.NewReader(in)})
 	if err == nil {
 		t.Fatalf("a duplicate key converted:\n%s", rep.Files[0].Output)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/userinputtest"
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 // TestConvertLargeObjectMemory: converting one very large object allocates a bounded multiple of
@@ -36,7 +37,7 @@ func TestConvertLargeObjectMemory(t *testing.T) {
 			}
 			var rep *Report
 			var err error
-			m := testenv.LeastMemory(3, func() { rep, err = Run(context.Background(), Request{Paths: []string{p}}) })
+			m := testenv.LeastMemory(3, func() { rep, err = Run(context.Background(), capenv.Env{}, Request{Paths: []string{p}}) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	capenv "github.com/capctl/capctl/pkg/env"
 )
 
 func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
@@ -36,7 +38,7 @@ func TestRunDirectoryInPlace(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "README.md"), []byte(mhcV1beta1), 0o644)
 
 	// Dry run first: the report, nothing written.
-	rep, err := Run(context.Background(), Request{Paths: []string{dir}, DryRun: true})
+	rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{dir}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestRunDirectoryInPlace(t *testing.T) {
 		t.Errorf("counts %d converted, %d unchanged; want 10, 2", conv, unch)
 	}
 
-	rep, err = Run(context.Background(), Request{Paths: []string{dir}, InPlace: true})
+	rep, err = Run(context.Background(), capenv.Env{}, Request{Paths: []string{dir}, InPlace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestRunDirectoryInPlace(t *testing.T) {
 		t.Error("a non-CAPI file changed")
 	}
 	// A second run finds nothing to do.
-	rep, err = Run(context.Background(), Request{Paths: []string{dir}, InPlace: true})
+	rep, err = Run(context.Background(), capenv.Env{}, Request{Paths: []string{dir}, InPlace: true})
 	if err != nil || len(rep.Written) != 0 {
 		t.Errorf("second run: written %v, err %v", rep.Written, err)
 	}
@@ -86,7 +88,7 @@ func TestRunInPlaceRefusesOnAnyError(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.yaml"), []byte(mhcV1beta1), 0o644)
 	bad := "apiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineDeployment\nmetadata:\n  name: md\nspec:\n  replicas: ${WORKER_MACHINE_COUNT}\n"
 	writeFile(t, filepath.Join(dir, "b.yaml"), []byte(bad), 0o644)
-	rep, err := Run(context.Background(), Request{Paths: []string{dir}, InPlace: true})
+	rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{dir}, InPlace: true})
 	var oe *ObjectsError
 	if !errors.As(err, &oe) || len(oe.Failures) != 1 || !strings.Contains(oe.Failures[0], "b.yaml:1 MachineDeployment md") {
 		t.Fatalf("err = %v", err)
@@ -100,7 +102,7 @@ func TestRunInPlaceRefusesOnAnyError(t *testing.T) {
 }
 
 func TestRunStdin(t *testing.T) {
-	rep, err := Run(context.Background(), Request{Paths: []string{"-"}, Stdin: strings.NewReader(mhcV1beta1)})
+	rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{"-"}, Stdin: strings.NewReader(mhcV1beta1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestRequestValidate(t *testing.T) {
 func TestRunWritesOutputFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.yaml")
-	rep, err := Run(context.Background(), Request{Paths: []string{"-"}, Stdin: strings.NewReader(mhcV1beta1), OutputFile: out})
+	rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{"-"}, Stdin: strings.NewReader(mhcV1beta1), OutputFile: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func BenchmarkConvertFleet(b *testing.B) {
 	b.ResetTimer()
 	objects := 0
 	for i := 0; i < b.N; i++ {
-		rep, err := Run(context.Background(), Request{Paths: []string{dir}, DryRun: true})
+		rep, err := Run(context.Background(), capenv.Env{}, Request{Paths: []string{dir}, DryRun: true})
 		if err != nil {
 			b.Fatal(err)
 		}

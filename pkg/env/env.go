@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -30,6 +31,8 @@ type Env struct {
 	// Target is the other cluster of a command that has one (move's --to-kubeconfig), nil
 	// otherwise.
 	Target *cluster.Client
+	// Config is the configuration (clusterctl.yaml and the environment), read on first use.
+	Config func(context.Context) (*config.Config, error)
 	// Repository is the provider repositories of the configuration (clusterctl.yaml), built on
 	// first use: a verb that needs no release does not read the configuration.
 	Repository func(context.Context) (*repository.Client, error)
@@ -41,6 +44,23 @@ func (e Env) Repositories(ctx context.Context) (*repository.Client, error) {
 		return nil, errors.New("this run has no provider repositories (no configuration was read)")
 	}
 	return e.Repository(ctx)
+}
+
+// Configuration is the run's configuration, or why there is none.
+func (e Env) Configuration(ctx context.Context) (*config.Config, error) {
+	if e.Config == nil {
+		return nil, errors.New("this run has no configuration")
+	}
+	return e.Config(ctx)
+}
+
+// Optional is the run's one management cluster, or nil when it has none (a verb that can work
+// without one, as `init list-images` for a first init).
+func (e Env) Optional() (*cluster.Client, error) {
+	if len(e.Management) == 0 {
+		return nil, nil
+	}
+	return e.Single()
 }
 
 // Stepf reports a formatted progress line when someone listens.

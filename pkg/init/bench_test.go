@@ -31,7 +31,7 @@ func BenchmarkFirstInit(b *testing.B) {
 		testenv.ResetPeakRSS()
 		b.StartTimer()
 		start := time.Now()
-		res, err := clusterinit.Init(testenv.Context(b), cl, clusterinit.Options{
+		res, err := clusterinit.InitWith(testenv.Context(b), cl, clusterinit.InitRequest{
 			Validate: true,
 			Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"},
 				ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},

@@ -15,8 +15,8 @@ import (
 	"github.com/capctl/capctl/pkg/variables"
 )
 
-// ImagesOptions are the inputs of ListImages.
-type ImagesOptions struct {
+// ImagesRequest are the inputs of ListImages.
+type ImagesRequest struct {
 	Selection
 	TargetNamespace string
 }
@@ -33,11 +33,11 @@ type Images struct {
 	NoCluster bool `json:"noCluster"`
 }
 
-// ListImages lists the container images init would run. With cl.Cluster nil no cluster is read:
+// listImages lists the container images init would run. With cl.Cluster nil no cluster is read:
 // the run is treated as a first run and cert-manager's images are included. With a cluster, the
 // first-run defaults apply when it has no core provider, and cert-manager's images are included
 // when certmanager.ImagesToInstall says init would install it. Nothing is installed.
-func ListImages(ctx context.Context, cl Clients, opts ImagesOptions) (*Images, error) {
+func listImages(ctx context.Context, cl Clients, opts ImagesRequest) (*Images, error) {
 	reqs, err := ParseRequests(opts.Selection)
 	if err != nil {
 		return nil, err

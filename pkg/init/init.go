@@ -26,8 +26,8 @@ import (
 // DefaultWaitProviderTimeout is clusterctl's --wait-provider-timeout default (300 s).
 const DefaultWaitProviderTimeout = 5 * time.Minute
 
-// Options are init's inputs besides the clients.
-type Options struct {
+// InitRequest are init's inputs besides the clients.
+type InitRequest struct {
 	Selection
 	// TargetNamespace overrides every provider's namespace in this run.
 	TargetNamespace string
@@ -172,10 +172,10 @@ func RerunCommand(ps []Planned, targetNamespace string) string {
 // ValidationError is a refused plan (contract, duplicates); errors.Is(err, ErrValidation).
 var ErrValidation = errors.New("validation failed")
 
-// Init runs `capctl init` (see the package documentation): the stages of initRun in order.
+// initialize runs `capctl init` (see the package documentation): the stages of initRun in order.
 // Nothing is written before every input is resolved, fetched, parsed and checked (readCluster
 // to preflight), so a refused init changes nothing.
-func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
+func initialize(ctx context.Context, cl Clients, opts InitRequest) (*Result, error) {
 	start := time.Now()
 	log := opts.Log
 	if log == nil {
@@ -238,7 +238,7 @@ func Init(ctx context.Context, cl Clients, opts Options) (*Result, error) {
 type initRun struct {
 	cl   Clients
 	c    *cluster.Client
-	opts Options
+	opts InitRequest
 	log  *logging.Logger
 	res  *Result
 
@@ -596,7 +596,7 @@ func certManagerConfig(cfg *config.Config) (config.CertManager, error) {
 //
 // The providers are fetched and processed concurrently (reading, parsing and substituting a
 // components file is CPU work of its own); plan and errors keep the order of items.
-func resolve(ctx context.Context, cl Clients, items []Request, installed []inventory.Provider, opts Options) ([]Planned, error) {
+func resolve(ctx context.Context, cl Clients, items []Request, installed []inventory.Provider, opts InitRequest) ([]Planned, error) {
 	plans := make([]Planned, len(items))
 	errs := make([]error, len(items))
 	var g errgroup.Group
@@ -623,7 +623,7 @@ func resolve(ctx context.Context, cl Clients, items []Request, installed []inven
 	return plan, nil
 }
 
-func resolveOne(ctx context.Context, cl Clients, r Request, installed []inventory.Provider, opts Options) (Planned, error) {
+func resolveOne(ctx context.Context, cl Clients, r Request, installed []inventory.Provider, opts InitRequest) (Planned, error) {
 	p, err := cl.Repo.Provider(r.Name, r.Type)
 	if err != nil {
 		return Planned{}, err

@@ -146,14 +146,14 @@ func TestInitLifecycle(t *testing.T) {
 	ctl := installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, OnError: func(err error) { t.Logf("stand-in controllers: %v", err) }})
 	defer func() { ctl.Stop() }()
 
-	base := clusterinit.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
+	base := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
 	first := base
 	first.Selection = clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}
 
 	t.Run("contract mismatch is refused before anything is installed", func(t *testing.T) {
 		o := base
 		o.Selection = clusterinit.Selection{Core: "cluster-api:v1.10.10", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.10.10"}}
-		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if !errors.Is(err, clusterinit.ErrValidation) {
 			t.Fatalf("want a validation error, got %v", err)
 		}
@@ -173,7 +173,7 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		o := first
 		o.DryRun = true
-		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestInitLifecycle(t *testing.T) {
 		var planned []clusterinit.Planned
 		o := first
 		o.OnPlan = func(p []clusterinit.Planned) { planned = p }
-		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestInitLifecycle(t *testing.T) {
 	})
 
 	t.Run("identical re-run is a no-op", func(t *testing.T) {
-		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), first)
+		res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,13 +272,13 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("another version points to upgrade", func(t *testing.T) {
 		o := base
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"docker:v1.13.5"}}
-		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "infrastructure-docker is already installed in namespace capd-system at version v1.14.0") || !strings.Contains(err.Error(), "capctl upgrade apply") {
 			t.Errorf("%v", err)
 		}
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0"}}
 		o.TargetNamespace = "elsewhere"
-		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err = clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), `there is already an instance of the "infrastructure-docker" provider installed in the "capd-system" namespace`) {
 			t.Errorf("%v", err)
 		}
@@ -287,17 +287,17 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("unknown provider and unknown version", func(t *testing.T) {
 		o := base
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"dockr"}}
-		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), `unknown InfrastructureProvider "dockr"`) || !strings.Contains(err.Error(), "docker") {
 			t.Errorf("%v", err)
 		}
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.9.0"}}
-		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err = clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "has no version v0.9.0") {
 			t.Errorf("%v", err)
 		}
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.0.1"}}
-		_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err = clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		if err == nil || !strings.Contains(err.Error(), "v1alpha4") {
 			t.Errorf("old contract: %v", err)
 		}
@@ -306,7 +306,7 @@ func TestInitLifecycle(t *testing.T) {
 	t.Run("a component file with an unknown kind names kind and file", func(t *testing.T) {
 		o := base
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.3.0"}}
-		_, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		var uk *install.UnknownKindError
 		if !errors.As(err, &uk) {
 			t.Fatalf("want UnknownKindError, got %v", err)
@@ -328,7 +328,7 @@ func TestInitLifecycle(t *testing.T) {
 		o := base
 		o.Selection = clusterinit.Selection{Infrastructure: []string{"tiny:v0.1.0"}}
 		o.WaitProviderTimeout = time.Second
-		res, err := clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+		res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 		var te *install.TimeoutError
 		if !errors.As(err, &te) {
 			t.Fatalf("want a timeout, got %v", err)
@@ -363,7 +363,7 @@ func TestInitLifecycle(t *testing.T) {
 	})
 
 	t.Run("list-images with the cluster", func(t *testing.T) {
-		imgs, err := clusterinit.ListImages(ctx, clients(t, cfgPath, shared.Config), clusterinit.ImagesOptions{Selection: clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0", "tiny:v0.1.0"}}})
+		imgs, err := clusterinit.ListImagesWith(ctx, clients(t, cfgPath, shared.Config), clusterinit.ImagesRequest{Selection: clusterinit.Selection{Infrastructure: []string{"docker:v1.14.0", "tiny:v0.1.0"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,14 +467,14 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 	viaProxy.Host = "https://" + proxy.Addr
 	viaProxy.TLSClientConfig.ServerName = u.Hostname()
 
-	o := clusterinit.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
+	o := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
 	o.OnApplied = func(p clusterinit.Planned, ref install.ObjectRef, done, total int) {
 		if p.Type == provider.BootstrapProviderType && done == 5 {
 			proxy.Cut()
 		}
 	}
-	_, err = clusterinit.Init(ctx, clients(t, cfgPath, viaProxy), o)
+	_, err = clusterinit.InitWith(ctx, clients(t, cfgPath, viaProxy), o)
 	var ie *clusterinit.IncompleteError
 	if !errors.As(err, &ie) {
 		t.Fatalf("want IncompleteError, got %v", err)
@@ -523,7 +523,7 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.OnApplied = nil
-	res, err := clusterinit.Init(ctx, clients(t, cfgPath, viaProxy), o)
+	res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, viaProxy), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 func TestListImagesWithoutACluster(t *testing.T) {
 	fixtures := testenv.FixturesDir(t)
 	cfgPath := writeConfig(t, fixtures)
-	imgs, err := clusterinit.ListImages(context.Background(), clients(t, cfgPath, nil), clusterinit.ImagesOptions{
+	imgs, err := clusterinit.ListImagesWith(context.Background(), clients(t, cfgPath, nil), clusterinit.ImagesRequest{
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},
 	})
 	if err != nil {

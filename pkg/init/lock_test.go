@@ -34,7 +34,7 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 	// Two real inits started together, 10 times: the one that takes the lock is held inside it
 	// (OnLocked, before its first write) until the other has returned, so the other meets the
 	// lock every time; then the winner is cancelled, so nothing is installed.
-	o := clusterinit.Options{Validate: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
+	o := clusterinit.InitRequest{Validate: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
 	for i := range 10 {
 		inside, done := make(chan int, 2), make(chan int, 2)
 		release := make(chan struct{})
@@ -46,7 +46,7 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 			ok := o
 			ok.OnLocked = func() { inside <- k; <-release }
 			go func() {
-				_, errs[k] = clusterinit.Init(ctxs[k], clients(t, cfgPath, shared.Config), ok)
+				_, errs[k] = clusterinit.InitWith(ctxs[k], clients(t, cfgPath, shared.Config), ok)
 				done <- k
 			}()
 		}
@@ -84,7 +84,7 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	_, err = clusterinit.Init(ctx, clients(t, cfgPath, shared.Config), o)
+	_, err = clusterinit.InitWith(ctx, clients(t, cfgPath, shared.Config), o)
 	if !errors.Is(err, clusterinit.ErrInitRunning) {
 		t.Fatalf("init while another holds the lock: want ErrInitRunning, got %v", err)
 	}

@@ -56,9 +56,9 @@ func TestInitAfterCertManagerCRDsPartlyApplied(t *testing.T) {
 		t.Fatalf("CRD %s exists before the re-run; the partial state was not set up", issuers)
 	}
 
-	o := clusterinit.Options{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
+	o := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
-	res, err := clusterinit.Init(ctx, clients(t, cfgPath, env.Config), o)
+	res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), o)
 	if err != nil {
 		if strings.Contains(err.Error(), "Issuer") {
 			t.Fatalf("the re-run refused the providers' Issuers although cert-manager's own CRDs define them: %v", err)

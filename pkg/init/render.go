@@ -9,7 +9,7 @@ import (
 	"github.com/capctl/capctl/pkg/certmanager"
 )
 
-// RenderResolved prints the providers Init resolved, before it installs them (Options.OnPlan).
+// RenderResolved prints the providers Init resolved, before it installs them (InitRequest.OnPlan).
 func RenderResolved(w io.Writer, plan []Planned) {
 	fmt.Fprintln(w, "Resolved providers:")
 	renderPlan(w, plan, false)

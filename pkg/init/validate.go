@@ -5,18 +5,18 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-// Check is the request check of `capctl init` (Options' field Validate, --validate, holds the
+// Check is the request check of `capctl init` (InitRequest' field Validate, --validate, holds the
 // name Validate): the provider selection, the target namespace and a positive wait timeout (the
 // flag's default is DefaultWaitProviderTimeout), without any I/O; its errors name the flags.
-func (o Options) Check() error {
+func (o InitRequest) Check() error {
 	if err := checkSelection(o.Selection, o.TargetNamespace); err != nil {
 		return err
 	}
 	return install.CheckWaitProviderTimeout(o.WaitProviderTimeout)
 }
 
-// Validate checks the request of `capctl init list-images` without any I/O, as Options.Check.
-func (o ImagesOptions) Validate() error { return checkSelection(o.Selection, o.TargetNamespace) }
+// Validate checks the request of `capctl init list-images` without any I/O, as InitRequest.Check.
+func (o ImagesRequest) Validate() error { return checkSelection(o.Selection, o.TargetNamespace) }
 
 // checkSelection checks the provider flags and --target-namespace.
 func checkSelection(sel Selection, targetNamespace string) error {
