@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/convert"
 	"github.com/capctl/capctl/pkg/env"
 )
@@ -53,7 +54,7 @@ written.`),
 		Args: cobra.ArbitraryArgs,
 		RunE: leafRun(o, o.complete, runF, runConvert),
 	}
-	cmd.Flags().StringVar(&o.ToVersion, "to-version", convert.TargetVersion, "The API version to convert to (only v1beta2)")
+	cmd.Flags().StringVar(&o.ToVersion, "to-version", conversion.TargetVersion, "The API version to convert to (only v1beta2)")
 	cmd.Flags().StringVarP(&o.OutputFile, "output", "o", "", "Write the converted YAML to this file (mode 0600) instead of standard output")
 	cmd.Flags().BoolVar(&o.InPlace, "in-place", false, "Rewrite each converted file in place (files and directories)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Convert without writing anything and print what would change, file by file")

@@ -11,7 +11,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/internal/testing/v1beta1set"
 	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -30,8 +32,8 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 		"classic-v1beta1.yaml": readTestdata(t, "classic-v1beta1.yaml"),
 		"other-kinds.yaml":     readTestdata(t, "other-kinds.yaml"),
 	}
-	for _, name := range fixtureTemplates {
-		sets[name] = renderFixture(t, name)
+	for _, name := range v1beta1set.Templates {
+		sets[name] = v1beta1set.Render(t, name)
 	}
 	sent := 0
 	for name, data := range sets {
@@ -44,7 +46,7 @@ func TestConvertedAcceptedByAPIServer(t *testing.T) {
 			if len(u.Object) == 0 || !contract.IsClusterAPIGroup(u.GroupVersionKind().Group) {
 				continue
 			}
-			if u.GroupVersionKind().Version != TargetVersion {
+			if u.GroupVersionKind().Version != conversion.TargetVersion {
 				t.Errorf("%s line %d: %s still at %s", name, d.Line, u.GetKind(), u.GetAPIVersion())
 			}
 			if u.GetNamespace() == "" {

@@ -12,6 +12,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/repository"
 )
 
@@ -67,7 +68,7 @@ func TestAgreesWithClusterctlConvert(t *testing.T) {
 		}
 		compared++
 		// Values clusterctl writes that capctl does not: every one must be a zero value.
-		for _, l := range lost(obj, mine[key], nil) {
+		for _, l := range conversion.Lost(obj, mine[key]) {
 			t.Errorf("%s: clusterctl writes %s", key, l)
 		}
 	}

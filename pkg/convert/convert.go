@@ -13,21 +13,9 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/userinput"
-	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/repository"
-)
-
-// Actions of an object in a Report.
-const (
-	// Converted: rewritten at the target version.
-	Converted = "converted"
-	// Unchanged: already at the target version.
-	Unchanged = "unchanged"
-	// PassedThrough: a Cluster API kind capctl has no conversion code for, copied as it is.
-	PassedThrough = "passed through"
-	// NotCAPI: not a Cluster API object, copied byte for byte.
-	NotCAPI = "not Cluster API"
 )
 
 // Request is one convert run.
@@ -56,41 +44,19 @@ type Report struct {
 
 // FileReport is one input file.
 type FileReport struct {
-	Path    string         `json:"path"`
-	Objects []ObjectReport `json:"objects"`
+	Path    string                    `json:"path"`
+	Objects []conversion.ObjectReport `json:"objects"`
 	// Changed is true when at least one object was converted.
 	Changed bool `json:"changed"`
 	// Output is the converted text (the input, byte for byte, when nothing changed).
 	Output []byte `json:"-"`
 }
 
-// ObjectReport is one document of a file.
-type ObjectReport struct {
-	Line      int      `json:"line"`
-	Kind      string   `json:"kind"`
-	Namespace string   `json:"namespace,omitempty"`
-	Name      string   `json:"name"`
-	From      string   `json:"from"`
-	To        string   `json:"to"`
-	Action    string   `json:"action"`
-	Warnings  []string `json:"warnings,omitempty"`
-	Error     string   `json:"error,omitempty"`
-}
-
-// Object names the object as "Kind namespace/name".
-func (o ObjectReport) Object() string {
-	n := o.Name
-	if o.Namespace != "" {
-		n = o.Namespace + "/" + n
-	}
-	return o.Kind + " " + n
-}
-
 // Counts returns how many objects were converted and how many were copied unchanged.
 func (r *Report) Counts() (converted, unchanged int) {
 	for _, f := range r.Files {
 		for _, o := range f.Objects {
-			if o.Action == Converted {
+			if o.Action == conversion.Converted {
 				converted++
 			} else if o.Error == "" {
 				unchanged++
@@ -121,10 +87,10 @@ func (e *ObjectsError) Error() string {
 // Validate checks a request before any file is read.
 func (r *Request) Validate() error {
 	if r.ToVersion == "" {
-		r.ToVersion = TargetVersion
+		r.ToVersion = conversion.TargetVersion
 	}
-	if r.ToVersion != TargetVersion {
-		return fmt.Errorf("--to-version %q is not supported: the only target version is %s", r.ToVersion, TargetVersion)
+	if r.ToVersion != conversion.TargetVersion {
+		return fmt.Errorf("--to-version %q is not supported: the only target version is %s", r.ToVersion, conversion.TargetVersion)
 	}
 	if r.InPlace && r.DryRun {
 		return errors.New("--in-place and --dry-run exclude each other: --dry-run shows what --in-place would write")
@@ -242,7 +208,7 @@ func ConvertText(name string, data []byte) *FileReport {
 		text, reps := convertDocument(d.Text, d.Line)
 		for _, rep := range reps {
 			fr.Objects = append(fr.Objects, rep)
-			if rep.Action == Converted {
+			if rep.Action == conversion.Converted {
 				fr.Changed = true
 			}
 		}
@@ -276,27 +242,27 @@ func joinDocuments(data []byte, docs []repository.Document, texts [][]byte) []by
 
 // convertDocument converts one document (one object, or a v1 List of objects as kubectl get -o
 // yaml writes); it returns the text to write and a report per object.
-func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
+func convertDocument(text []byte, line int) ([]byte, []conversion.ObjectReport) {
 	raw, err := userinput.YAMLToJSON(text)
 	var dup *userinput.DuplicateKeyError
 	if errors.As(err, &dup) {
 		d := *dup
 		d.Line += line - 1 // the line in the file, not in the document
-		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: d.Error()}}
+		return text, []conversion.ObjectReport{{Line: line, Kind: "?", Action: conversion.NotCAPI, Error: d.Error()}}
 	}
 	if err != nil {
-		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI, Error: "not valid YAML: " + err.Error()}}
+		return text, []conversion.ObjectReport{{Line: line, Kind: "?", Action: conversion.NotCAPI, Error: "not valid YAML: " + err.Error()}}
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		// Only comments or blank lines.
 		return text, nil
 	}
-	obj, err := decodeJSON(raw)
+	obj, err := conversion.Decode(raw)
 	if err != nil {
 		// Not a mapping (a list or a scalar): nothing to convert.
-		return text, []ObjectReport{{Line: line, Kind: "?", Action: NotCAPI}}
+		return text, []conversion.ObjectReport{{Line: line, Kind: "?", Action: conversion.NotCAPI}}
 	}
-	var reps []ObjectReport
+	var reps []conversion.ObjectReport
 	changed := false
 	if items, ok := obj["items"].([]any); ok && obj["apiVersion"] == "v1" && strings.HasSuffix(fmt.Sprint(obj["kind"]), "List") {
 		for i, it := range items {
@@ -305,14 +271,14 @@ func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
 				continue
 			}
 			out, rep := convertItem(m, line, text)
-			if rep.Action == Converted {
+			if rep.Action == conversion.Converted {
 				items[i], changed = out, true
 			}
 			reps = append(reps, rep)
 		}
 	} else {
 		out, rep := convertItem(obj, line, text)
-		obj, changed = out, rep.Action == Converted
+		obj, changed = out, rep.Action == conversion.Converted
 		reps = append(reps, rep)
 	}
 	if !changed {
@@ -326,8 +292,8 @@ func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
 	b, err := render(obj, input, compactSequences(text))
 	if err != nil {
 		for i := range reps {
-			if reps[i].Action == Converted {
-				reps[i].Action, reps[i].To, reps[i].Error = PassedThrough, reps[i].From, "writing the converted object: "+err.Error()
+			if reps[i].Action == conversion.Converted {
+				reps[i].Action, reps[i].To, reps[i].Error = conversion.PassedThrough, reps[i].From, "writing the converted object: "+err.Error()
 			}
 		}
 		return text, reps
@@ -335,39 +301,15 @@ func convertDocument(text []byte, line int) ([]byte, []ObjectReport) {
 	return b, reps
 }
 
-// convertItem converts one object when capctl can; it returns the object to write (the input when
-// not converted) and its report.
-func convertItem(obj map[string]any, line int, text []byte) (map[string]any, ObjectReport) {
-	gvk := gvkOf(obj)
-	rep := ObjectReport{Line: line, Kind: gvk.Kind, From: gvk.Version, To: gvk.Version}
-	if md, ok := nestedMap(obj, path("metadata")); ok {
-		rep.Name, _ = md["name"].(string)
-		rep.Namespace, _ = md["namespace"].(string)
+// convertItem converts one object of a document at line (conversion.Decoded), hinting at
+// unrendered variables when it fails.
+func convertItem(obj map[string]any, line int, text []byte) (map[string]any, conversion.ObjectReport) {
+	out, rep := conversion.Decoded(obj)
+	rep.Line = line
+	if rep.Error != "" {
+		rep.Error += hintVariables(text)
 	}
-	switch {
-	case !contract.IsClusterAPIGroup(gvk.Group):
-		rep.Action = NotCAPI
-		return obj, rep
-	case gvk.Version == TargetVersion:
-		rep.Action = Unchanged
-		return obj, rep
-	case !convertible(gvk):
-		rep.Action = PassedThrough
-		rep.Warnings = []string{passThroughReason(gvk.Group, gvk.Version, gvk.Kind)}
-		return obj, rep
-	}
-	res, err := convertObject(obj)
-	if err != nil {
-		rep.Action = PassedThrough
-		rep.Error = err.Error() + hintVariables(text)
-		return obj, rep
-	}
-	rep.Action, rep.To, rep.Warnings = Converted, TargetVersion, res.Warnings
-	return res.Out, rep
-}
-
-func passThroughReason(group, version, kind string) string {
-	return fmt.Sprintf("kept at %s: capctl has no conversion code for %s/%s %s (it converts the kinds of Cluster API and of the Docker provider); convert it with its provider's tools", version, group, version, kind)
+	return out, rep
 }
 
 // hintVariables adds a hint when a document still holds ${VAR} placeholders.
@@ -376,12 +318,4 @@ func hintVariables(text []byte) string {
 		return " (the document still has ${...} variables: render it first, e.g. with capctl generate yaml)"
 	}
 	return ""
-}
-
-// Object converts one object (a map as the API server or a file gives it) to v1beta2 when capctl
-// can, as the convert command does for each document: it returns the object to write (the input
-// when not converted) and the report; a converted object's Warnings are what the round trip does
-// not give back, by path.
-func Object(obj map[string]any) (map[string]any, ObjectReport) {
-	return convertItem(normalize(obj), 0, nil)
 }

@@ -11,9 +11,9 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/internal/testing/v1beta1set"
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/repository"
-	"github.com/capctl/capctl/pkg/variables"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -107,7 +107,7 @@ func TestConvertClassicSet(t *testing.T) {
 	// Fields without a v1beta2 home are reported by object and path.
 	warnings := map[string][]string{}
 	for _, o := range fr.Objects {
-		if o.Action == Converted && len(o.Warnings) > 0 {
+		if o.Action == conversion.Converted && len(o.Warnings) > 0 {
 			warnings[o.Object()] = o.Warnings
 		}
 	}
@@ -143,93 +143,22 @@ func TestConvertClassicSet(t *testing.T) {
 	}
 }
 
-// renderFixture renders one of the fixtures' CAPD v1.10.10 (v1beta1) templates with variables.
-func renderFixture(t *testing.T, name string) []byte {
-	t.Helper()
-	dir := filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", "v1.10.10")
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := variables.Process(data, variables.FromMap(map[string]string{
-		"CLUSTER_NAME": "c1", "NAMESPACE": "fleet", "KUBERNETES_VERSION": "v1.33.1",
-		"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "2",
-	}))
-	if err != nil {
-		t.Fatalf("rendering %s: %v", name, err)
-	}
-	return out
-}
-
-var fixtureTemplates = []string{
-	"clusterclass-quick-start.yaml", "clusterclass-in-memory.yaml",
-	"cluster-template-development.yaml", "cluster-template-development-mp.yaml", "cluster-template-in-memory.yaml",
-}
-
 // TestNoZeroValueNoise: the converter's zero values (paused: false, exclusiveMaximum: false,
 // creationTimestamp: null, status: {}) do not reach the output; every object of the fixtures'
 // templates converts without a warning.
 func TestNoZeroValueNoise(t *testing.T) {
-	for _, name := range fixtureTemplates {
-		fr := ConvertText(name, renderFixture(t, name))
+	for _, name := range v1beta1set.Templates {
+		fr := ConvertText(name, v1beta1set.Render(t, name))
 		for _, noise := range []string{"exclusiveMaximum", "exclusiveMinimum", "uniqueItems", "x-kubernetes-preserve-unknown-fields: false", "paused: false", "creationTimestamp", "\nstatus:", ": null"} {
 			if bytes.Contains(fr.Output, []byte(noise)) {
 				t.Errorf("%s: output has %q:\n%s", name, noise, fr.Output)
 			}
 		}
 		for _, o := range fr.Objects {
-			if o.Error != "" || len(o.Warnings) > 0 || o.Action != Converted {
+			if o.Error != "" || len(o.Warnings) > 0 || o.Action != conversion.Converted {
 				t.Errorf("%s %s: %s %s %q", name, o.Object(), o.Action, o.Error, o.Warnings)
 			}
 		}
-	}
-}
-
-// TestRoundTrip converts every convertible object of the test sets to v1beta2 and back and
-// compares with the input: nothing differs but the reported fields and the documented normal
-// forms (durations written as Go durations, references carrying the object's namespace).
-func TestRoundTrip(t *testing.T) {
-	sets := map[string][]byte{"classic-v1beta1.yaml": readTestdata(t, "classic-v1beta1.yaml")}
-	for _, name := range fixtureTemplates {
-		sets[name] = renderFixture(t, name)
-	}
-	n := 0
-	for name, data := range sets {
-		for _, d := range repository.SplitDocuments(data) {
-			raw, err := sigsyaml.YAMLToJSON(d.Text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := decodeJSON(raw)
-			if err != nil || !convertible(gvkOf(in)) {
-				continue
-			}
-			n++
-			res, err := convertObject(in)
-			if err != nil {
-				t.Fatalf("%s line %d: %v", name, d.Line, err)
-			}
-			if got := res.Out["apiVersion"]; !strings.HasSuffix(got.(string), "/v1beta2") {
-				t.Errorf("%s line %d: apiVersion %v", name, d.Line, got)
-			}
-			// The public ConvertBack, with the versions the input's references used.
-			versions := refVersions(gvkOf(in).GroupKind(), in)
-			back, err := ConvertBack(res.Out, gvkOf(in).Version, versions)
-			if err != nil {
-				t.Fatalf("%s line %d: back: %v", name, d.Line, err)
-			}
-			if diff := lost(in, back, nil); !reflect.DeepEqual(diff, res.Warnings) {
-				t.Errorf("%s line %d %v: round trip loses %q, reported %q", name, d.Line, gvkOf(in).Kind, diff, res.Warnings)
-			}
-			for _, extra := range lost(back, in, nil) {
-				if !strings.HasSuffix(strings.SplitN(extra, ":", 2)[0], "Ref.namespace") {
-					t.Errorf("%s line %d %v: round trip adds %s", name, d.Line, gvkOf(in).Kind, extra)
-				}
-			}
-		}
-	}
-	if n < 15 {
-		t.Errorf("only %d objects round-tripped; the test sets should have at least 15", n)
 	}
 }
 
@@ -306,25 +235,6 @@ func TestOtherKinds(t *testing.T) {
 	if v, _ := nested(objs["Machine"], path("status.phase")); v != "Running" {
 		t.Errorf("Machine status.phase = %v", v)
 	}
-	// Each converts back to its input (no unreported loss).
-	for _, d := range repository.SplitDocuments(in) {
-		raw, _ := sigsyaml.YAMLToJSON(d.Text)
-		o, err := decodeJSON(raw)
-		if err != nil || !convertible(gvkOf(o)) {
-			continue
-		}
-		res, err := convertObject(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := ConvertBack(res.Out, gvkOf(o).Version, refVersions(gvkOf(o).GroupKind(), o))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l := lost(o, back, nil); len(l) > 0 {
-			t.Errorf("%s: round trip loses %q", gvkOf(o).Kind, l)
-		}
-	}
 }
 
 // TestListDocument: kubectl get -o yaml writes one v1 List; its Cluster API items are converted
@@ -356,7 +266,7 @@ metadata:
   resourceVersion: ""
 `)
 	fr := ConvertText("list.yaml", in)
-	if len(fr.Objects) != 2 || fr.Objects[0].Action != Converted || fr.Objects[1].Action != NotCAPI || !fr.Changed {
+	if len(fr.Objects) != 2 || fr.Objects[0].Action != conversion.Converted || fr.Objects[1].Action != conversion.NotCAPI || !fr.Changed {
 		t.Fatalf("objects %+v", fr.Objects)
 	}
 	raw, err := sigsyaml.YAMLToJSON(fr.Output)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/userinputtest"
+	"github.com/capctl/capctl/pkg/conversion"
 	capenv "github.com/capctl/capctl/pkg/env"
 )
 
@@ -27,8 +28,8 @@ func TestConvertLargeObjectMemory(t *testing.T) {
 		bound float64 // allocated ÷ input size; before: 26× and 55×
 		want  string
 	}{
-		{"ConfigMap passed through", userinputtest.LargeConfigMap("a", "big", n), 20, NotCAPI},
-		{"Cluster with a huge annotation", cluster, 52, Converted},
+		{"ConfigMap passed through", userinputtest.LargeConfigMap("a", "big", n), 20, conversion.NotCAPI},
+		{"Cluster with a huge annotation", cluster, 52, conversion.Converted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "big.yaml")

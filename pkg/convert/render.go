@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/conversion"
 )
 
 // WriteTable prints one row per Cluster API object (FILE OBJECT FROM → TO WARNINGS), a
@@ -13,11 +14,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var rows [][]string
 	for _, f := range r.Files {
 		for _, obj := range f.Objects {
-			if obj.Action == NotCAPI && obj.Error == "" {
+			if obj.Action == conversion.NotCAPI && obj.Error == "" {
 				continue
 			}
 			change := obj.From + " → " + obj.To
-			if obj.Action != Converted {
+			if obj.Action != conversion.Converted {
 				change += " (" + obj.Action + ")"
 			}
 			notes := append([]string(nil), obj.Warnings...)
@@ -60,7 +61,7 @@ func (r *Report) WriteSummary(w io.Writer, dryRun, inPlace bool) error {
 	if dryRun {
 		verb = "Would convert"
 	}
-	fmt.Fprintf(w, "%s %d resource(s) to %s. %d resource(s) passed through unchanged.", verb, conv, TargetVersion, unchanged)
+	fmt.Fprintf(w, "%s %d resource(s) to %s. %d resource(s) passed through unchanged.", verb, conv, conversion.TargetVersion, unchanged)
 	if n := r.Warnings(); n > 0 {
 		fmt.Fprintf(w, " %d warning(s).", n)
 	}

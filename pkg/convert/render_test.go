@@ -3,16 +3,18 @@ package convert
 import (
 	"bytes"
 	"testing"
+
+	"github.com/capctl/capctl/pkg/conversion"
 )
 
 func viewFixture() *Report {
 	return &Report{
-		Files: []*FileReport{{Path: "clusters/a.yaml", Objects: []ObjectReport{
-			{Line: 1, Kind: "MachineDeployment", Namespace: "a", Name: "md", From: "v1beta1", To: "v1beta2", Action: Converted,
+		Files: []*FileReport{{Path: "clusters/a.yaml", Objects: []conversion.ObjectReport{
+			{Line: 1, Kind: "MachineDeployment", Namespace: "a", Name: "md", From: "v1beta1", To: "v1beta2", Action: conversion.Converted,
 				Warnings: []string{"spec.progressDeadlineSeconds: 600 has no place in v1beta2", "second"}},
-			{Line: 20, Kind: "ConfigMap", Name: "cm", Action: NotCAPI},
-			{Line: 30, Kind: "Cluster", Namespace: "a", Name: "c", From: "v1beta2", To: "v1beta2", Action: Unchanged},
-			{Line: 40, Kind: "?", Action: NotCAPI, Error: "not valid YAML"},
+			{Line: 20, Kind: "ConfigMap", Name: "cm", Action: conversion.NotCAPI},
+			{Line: 30, Kind: "Cluster", Namespace: "a", Name: "c", From: "v1beta2", To: "v1beta2", Action: conversion.Unchanged},
+			{Line: 40, Kind: "?", Action: conversion.NotCAPI, Error: "not valid YAML"},
 		}}},
 		Written: []string{"clusters/a.yaml"},
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capctl/capctl/pkg/conversion"
 	capenv "github.com/capctl/capctl/pkg/env"
 )
 
@@ -135,7 +136,7 @@ func TestRequestValidate(t *testing.T) {
 		}
 	}
 	ok := Request{Paths: []string{file}}
-	if err := ok.Validate(); err != nil || ok.ToVersion != TargetVersion {
+	if err := ok.Validate(); err != nil || ok.ToVersion != conversion.TargetVersion {
 		t.Errorf("valid request: %v, to %q", err, ok.ToVersion)
 	}
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 
@@ -134,7 +135,12 @@ func scalarNode(v any) *yaml.Node {
 	default:
 		n := &yaml.Node{}
 		if err := n.Encode(t); err != nil {
-			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: short(t)}
+			// Written whole as JSON text: a value is never cut short in the output.
+			b, jerr := json.Marshal(t)
+			if jerr != nil {
+				b = []byte(fmt.Sprint(t))
+			}
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(b)}
 		}
 		return n
 	}

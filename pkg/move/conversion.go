@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capctl/capctl/pkg/convert"
+	"github.com/capctl/capctl/pkg/conversion"
 )
 
 // ErrConversionLoss refuses a move whose conversion to the target's versions would not keep
@@ -69,12 +69,12 @@ func toTarget(g *Graph, versions map[schema.GroupKind]string) (*Graph, []Convers
 		if !ok || to == gvk.Version {
 			continue
 		}
-		if to != convert.TargetVersion {
-			problems = append(problems, fmt.Sprintf("%s is stored at %s in the source and at %s in the target; capctl converts to %s only: move it with the provider's own tools", n.Ref, gvk.Version, to, convert.TargetVersion))
+		if to != conversion.TargetVersion {
+			problems = append(problems, fmt.Sprintf("%s is stored at %s in the source and at %s in the target; capctl converts to %s only: move it with the provider's own tools", n.Ref, gvk.Version, to, conversion.TargetVersion))
 			continue
 		}
-		out, rep := convert.Object(n.Obj.Object)
-		if rep.Error != "" || rep.Action != convert.Converted {
+		out, rep := conversion.Object(n.Obj.Object)
+		if rep.Error != "" || rep.Action != conversion.Converted {
 			why := rep.Error
 			if why == "" {
 				why = strings.Join(rep.Warnings, "; ")

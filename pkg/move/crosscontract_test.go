@@ -15,7 +15,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
-	"github.com/capctl/capctl/pkg/convert"
+	"github.com/capctl/capctl/pkg/conversion"
 )
 
 // The cross-contract pair: a management cluster on Cluster API v1.10.10 (CRDs storing v1beta1)
@@ -233,8 +233,8 @@ func convertedBefore(t *testing.T, before map[string]*unstructured.Unstructured)
 	for k, o := range before {
 		c := o.DeepCopy()
 		if strings.HasSuffix(c.GroupVersionKind().Group, "cluster.x-k8s.io") {
-			conv, rep := convert.Object(c.Object)
-			if rep.Action != convert.Converted {
+			conv, rep := conversion.Object(c.Object)
+			if rep.Action != conversion.Converted {
 				t.Fatalf("%s: %s %s", k, rep.Action, rep.Error)
 			}
 			c = &unstructured.Unstructured{}

@@ -17,6 +17,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/convert"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
@@ -143,7 +144,7 @@ func convertedPassWebhooks(t *testing.T, e *e2e) {
 		}
 		fr := convert.ConvertText(name, rendered)
 		for _, o := range fr.Objects {
-			if o.Action != convert.Converted || len(o.Warnings) > 0 || o.Error != "" {
+			if o.Action != conversion.Converted || len(o.Warnings) > 0 || o.Error != "" {
 				t.Errorf("%s %s: %s %q %s", name, o.Object(), o.Action, o.Warnings, o.Error)
 			}
 		}
