@@ -42,7 +42,7 @@ func (r *clusterRun) run() *FleetApplyFailure {
 			return r.stop("reading the cluster", err, nil)
 		}
 		r.info.ControlPlaneVersion, r.info.WorkerVersions = s.ControlPlaneVersion(), s.WorkerVersions()
-		next, reason := planCluster(r.info, r.a.target)
+		next, reason := planCluster(r.info, r.a.target.parsed)
 		if reason != "" {
 			return r.stop("planning", errors.New(reason), nil)
 		}

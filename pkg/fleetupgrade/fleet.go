@@ -159,14 +159,15 @@ type ClusterInfo struct {
 // PlanFleet reads the Clusters of the management cluster that sel picks (namespace and label
 // selector; the apply uses the same selection) and plans their upgrade to target.
 func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req FleetPlanRequest) (*FleetPlan, error) {
-	if err := req.Complete(); err != nil {
+	t, err := req.resolve()
+	if err != nil {
 		return nil, err
 	}
 	infos, err := readSelected(ctx, c, mapper, "", req.Selection)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	plan, err := planWaves(infos, t, req.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -179,38 +180,55 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req
 }
 
 // Complete validates the request (Validate) and writes its version as vX.Y.Z (1.34.1 and
-// v1.34.1 alike), without any I/O: what a command calls once its flags are parsed, and what
-// planning does first.
+// v1.34.1 alike), without any I/O: what a command calls once its flags are parsed.
 func (req *FleetPlanRequest) Complete() error {
-	if err := req.Validate(); err != nil {
+	v, err := req.resolve()
+	if err != nil {
 		return err
 	}
-	req.KubernetesVersion, _, _ = versions.Kubernetes(req.KubernetesVersion)
+	req.KubernetesVersion = v.written
 	return nil
 }
 
 // Validate checks the request without any I/O: the version, the selection, the rollout and that
 // a saved plan is not limited to a wave; its errors name the flags.
 func (req FleetPlanRequest) Validate() error {
-	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
-		return err
-	}
-	if req.Selection.Wave != nil && req.Save != "" {
-		return fmt.Errorf("a saved plan covers every wave of the selection: --save cannot be combined with --wave")
-	}
-	if _, err := SelectFleet(nil, req.Selection); err != nil { // a bad selector fails before any read
-		return err
-	}
-	return req.Rollout.Validate()
+	_, err := req.resolve()
+	return err
 }
 
-// planWaves is the plan of infos to target, its waves shaped by the rollout (--canary): what the
-// plan shows and saves, and what the apply rolls.
-func planWaves(infos []ClusterInfo, target string, r Rollout) (*FleetPlan, error) {
-	plan, err := BuildFleetPlan(infos, target)
+// resolve checks the request (Validate) and returns its version, parsed once for the planning.
+func (req FleetPlanRequest) resolve() (target, error) {
+	v, err := resolveTarget(req.KubernetesVersion)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
+	if req.Selection.Wave != nil && req.Save != "" {
+		return v, fmt.Errorf("a saved plan covers every wave of the selection: --save cannot be combined with --wave")
+	}
+	if _, err := SelectFleet(nil, req.Selection); err != nil { // a bad selector fails before any read
+		return v, err
+	}
+	return v, req.Rollout.Validate()
+}
+
+// target is the Kubernetes version a fleet is upgraded to, resolved once: as it is written into
+// the clusters (vX.Y.Z, however it was typed) and parsed.
+type target struct {
+	written string
+	parsed  *semver.Version
+}
+
+// resolveTarget reads a version as every command accepts it (1.35.1 and v1.35.1 alike).
+func resolveTarget(s string) (target, error) {
+	w, p, err := versions.Kubernetes(s)
+	return target{written: w, parsed: p}, err
+}
+
+// planWaves is the plan of infos to t, its waves shaped by the rollout (--canary): what the plan
+// shows and saves, and what the apply rolls.
+func planWaves(infos []ClusterInfo, t target, r Rollout) (*FleetPlan, error) {
+	plan := buildPlan(infos, t)
 	return plan, r.shape(plan)
 }
 
@@ -373,17 +391,22 @@ func controlPlaneVersion(ctx context.Context, c client.Reader, mapper meta.RESTM
 	return v, ""
 }
 
-// BuildFleetPlan plans every cluster (pure: no cluster access).
-func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
-	target, tv, err := versions.Kubernetes(target)
+// BuildFleetPlan plans every cluster to version (pure: no cluster access).
+func BuildFleetPlan(infos []ClusterInfo, version string) (*FleetPlan, error) {
+	t, err := resolveTarget(version)
 	if err != nil {
 		return nil, err
 	}
-	plan := &FleetPlan{KubernetesVersion: target, Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
+	return buildPlan(infos, t), nil
+}
+
+// buildPlan plans every cluster to t.
+func buildPlan(infos []ClusterInfo, t target) *FleetPlan {
+	plan := &FleetPlan{KubernetesVersion: t.written, Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
 	waves := map[string]*FleetWave{}
 	for _, info := range infos {
 		waveStr, wave, werr := clusterWave(info.Labels)
-		cu, reason := planCluster(info, tv)
+		cu, reason := planCluster(info, t.parsed)
 		if werr != "" {
 			reason = werr
 		}
@@ -422,7 +445,7 @@ func BuildFleetPlan(infos []ClusterInfo, target string) (*FleetPlan, error) {
 		a, b := &plan.Unplannable[i], &plan.Unplannable[j]
 		return multicluster.ComparePlace(a.ManagementCluster, a.Namespace, a.Name, b.ManagementCluster, b.Namespace, b.Name) < 0
 	})
-	return plan, nil
+	return plan
 }
 
 // clusterWave reads the wave label: capctl.io/upgrade-wave, else upgrade-wave.

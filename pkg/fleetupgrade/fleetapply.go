@@ -19,14 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/Masterminds/semver/v3"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/describe"
 	"github.com/capctl/capctl/pkg/health"
 	"github.com/capctl/capctl/pkg/kubesupport"
 	"github.com/capctl/capctl/pkg/multicluster"
-	"github.com/capctl/capctl/pkg/versions"
 )
 
 // FleetSelection picks the clusters of a fleet operation; the plan and the apply use the same.
@@ -224,7 +222,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		if edited != "" {
 			drifts = append([]string{edited}, drifts...)
 		}
-		more, err := fleetDrift(ctx, members, pf, req, 0)
+		more, err := fleetDrift(ctx, members, pf, req, rr.target, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +231,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 			return nil, &DriftError{Path: req.Plan, Before: "before the first patch", Drifts: drifts}
 		}
 	}
-	plan, infos, preflight, err := preflightFleet(ctx, members, clients, req)
+	plan, infos, preflight, err := preflightFleet(ctx, members, clients, req, rr.target)
 	if err != nil {
 		return nil, err
 	}
@@ -276,24 +274,38 @@ func (req FleetApplyRequest) Validate() error {
 		}
 		return nil
 	}
-	if _, _, err := versions.Kubernetes(req.KubernetesVersion); err != nil {
-		return err
+	_, _, err := req.resolve()
+	return err
+}
+
+// resolve checks a request without a saved plan (Validate) and returns its version and window,
+// each parsed once.
+func (req FleetApplyRequest) resolve() (target, *Window, error) {
+	t, err := resolveTarget(req.KubernetesVersion)
+	if err != nil {
+		return t, nil, err
 	}
 	if _, err := SelectFleet(nil, req.Selection); err != nil {
-		return err
+		return t, nil, err
 	}
-	return req.Rollout.Validate()
+	if err := req.Rollout.check(); err != nil {
+		return t, nil, err
+	}
+	w, err := req.Rollout.window()
+	return t, w, err
 }
 
 // Complete validates the request (Validate) and writes its version as vX.Y.Z (1.35.1 and
 // v1.35.1 alike), without any I/O: what a command calls once its flags are parsed.
 func (req *FleetApplyRequest) Complete() error {
-	if err := req.Validate(); err != nil {
+	if req.Plan != "" {
+		return req.Validate()
+	}
+	t, _, err := req.resolve()
+	if err != nil {
 		return err
 	}
-	if req.KubernetesVersion != "" {
-		req.KubernetesVersion, _, _ = versions.Kubernetes(req.KubernetesVersion)
-	}
+	req.KubernetesVersion = t.written
 	return nil
 }
 
@@ -302,40 +314,42 @@ func (req *FleetApplyRequest) Complete() error {
 // window parsed, the defaults filled. Nothing downstream parses the version or the window again.
 type resolvedApply struct {
 	FleetApplyRequest
-	target   *semver.Version
+	target   target
 	window   *Window // nil: no window
 	planFile *PlanFile
 	edited   string
 }
 
-// resolveApply resolves the request (resolvedApply).
+// resolveApply resolves the request (resolvedApply): the version and the window are parsed once
+// here, the request's or the saved plan's.
 func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, error) {
 	r := resolvedApply{}
-	if err := req.Validate(); err != nil {
-		return r, err
-	}
-	if req.Plan != "" {
-		var err error
+	var err error
+	if req.Plan == "" {
+		if r.target, r.window, err = req.resolve(); err != nil {
+			return r, err
+		}
+	} else {
+		if err := req.Validate(); err != nil {
+			return r, err
+		}
 		if r.planFile, r.edited, err = loadPlanFile(ctx, req.Plan); err != nil {
 			return r, err
 		}
 		pf := r.planFile
 		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
-	}
-	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
-	v, tv, err := versions.Kubernetes(req.KubernetesVersion)
-	if err != nil { // a saved plan's version (a request's was validated)
-		return r, fmt.Errorf("plan file %s: %w", req.Plan, err)
-	}
-	req.KubernetesVersion, r.target = v, tv
-	if err := req.Rollout.Validate(); err != nil { // a saved plan's rollout
-		return r, err
-	}
-	if req.Rollout.Window != "" {
-		if r.window, err = ParseWindow(req.Rollout.Window); err != nil {
+		if r.target, err = resolveTarget(req.KubernetesVersion); err != nil {
+			return r, fmt.Errorf("plan file %s: %w", req.Plan, err)
+		}
+		if err := req.Rollout.check(); err != nil { // the saved plan's rollout
+			return r, err
+		}
+		if r.window, err = req.Rollout.window(); err != nil {
 			return r, err
 		}
 	}
+	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
+	req.KubernetesVersion = r.target.written
 	if req.Rollout.Soak > 0 && req.Health == nil && !req.DryRun {
 		return r, errors.New("a rollout with a soak needs a health check (FleetApplyRequest.Health): without one the soak could not see new problems")
 	}
@@ -395,7 +409,7 @@ func (a *fleetApplier) runWaves(ctx context.Context, plan *FleetPlan, report *Fl
 		}
 		if pf != nil && (wi > 0 || waited) {
 			// Before each later wave: its clusters and those after must still be as planned.
-			drifts, err := fleetDrift(ctx, a.members, pf, req, wi)
+			drifts, err := fleetDrift(ctx, a.members, pf, req, a.target, wi)
 			if err != nil {
 				drifts = []string{"the clusters could not be read to compare them with the plan: " + err.Error()}
 			}
@@ -454,12 +468,12 @@ func (a *fleetApplier) runGates(ctx context.Context, wi int, plan *FleetPlan, wr
 }
 
 // fleetDrift reads the selection again and compares it with the saved plan from wave index from.
-func fleetDrift(ctx context.Context, members []FleetMember, pf *PlanFile, req FleetApplyRequest, from int) ([]string, error) {
+func fleetDrift(ctx context.Context, members []FleetMember, pf *PlanFile, req FleetApplyRequest, t target, from int) ([]string, error) {
 	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, err
 	}
-	live, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	live, err := planWaves(infos, t, req.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -472,12 +486,12 @@ func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) /
 // selected cluster cannot be upgraded: unplannable clusters, steps whose patch nothing names, an
 // earlier wave not done, installed providers that say they do not support a version to set, and
 // first patches the API server refuses as a dry run. Nothing is written before it passes.
-func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
+func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest, t target) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
 	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	plan, err := planWaves(infos, t, req.Rollout)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -585,7 +599,7 @@ type fleetApplier struct {
 	window   *Window
 	req      FleetApplyRequest
 	// target is req.KubernetesVersion, parsed once (resolveApply).
-	target *semver.Version
+	target target
 	infos  map[string]ClusterInfo
 	mu     sync.Mutex
 	// rec writes the run's audit record (nil for a dry run).

@@ -80,7 +80,8 @@ type FleetPlanView struct {
 // check) and plans them together with BuildFleetPlan, the planner the apply uses. A management
 // cluster that cannot be read is reported in its summary; the others are planned.
 func planFleetEach(ctx context.Context, members []multicluster.Member, req FleetPlanRequest) (*FleetPlanView, error) {
-	if err := req.Complete(); err != nil {
+	t, err := req.resolve()
+	if err != nil {
 		return nil, err
 	}
 	sel := req.Selection
@@ -95,7 +96,7 @@ func planFleetEach(ctx context.Context, members []multicluster.Member, req Fleet
 			infos = append(infos, in)
 		}
 	}
-	plan, err := planWaves(infos, req.KubernetesVersion, req.Rollout)
+	plan, err := planWaves(infos, t, req.Rollout)
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,11 @@ func testCanaryDrift(t *testing.T) {
 	}
 	infos := []ClusterInfo{info("b", "u1"), info("c", "u2")}
 	r := Rollout{Canary: 1}
-	planned, err := planWaves(infos, "v1.35.0", r)
+	v135, err := resolveTarget("v1.35.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned, err := planWaves(infos, v135, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +152,7 @@ func testCanaryDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := append([]ClusterInfo{info("a", "u3")}, infos...)
-	p, err := planWaves(live, "v1.35.0", r)
+	p, err := planWaves(live, v135, r)
 	if err != nil {
 		t.Fatal(err)
 	}

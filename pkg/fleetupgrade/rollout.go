@@ -49,6 +49,15 @@ func (r *Rollout) SetMaxParallel(s string) error {
 
 // Validate checks the rollout without any I/O; its errors name the flags.
 func (r Rollout) Validate() error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	_, err := r.window()
+	return err
+}
+
+// check is Validate but for the window, which the caller parses (window) to keep it.
+func (r Rollout) check() error {
 	switch {
 	case r.MaxParallel < 0:
 		return fmt.Errorf("--max-parallel must be at least 1")
@@ -63,12 +72,15 @@ func (r Rollout) Validate() error {
 	case r.Soak < 0:
 		return fmt.Errorf("--soak must be a positive duration, like 30m")
 	}
-	if r.Window != "" {
-		if _, err := ParseWindow(r.Window); err != nil {
-			return err
-		}
-	}
 	return nil
+}
+
+// window is the rollout's window parsed (nil: none).
+func (r Rollout) window() (*Window, error) {
+	if r.Window == "" {
+		return nil, nil
+	}
+	return ParseWindow(r.Window)
 }
 
 // DefaultMaxParallel is how many clusters of a wave are upgraded at once when the rollout does
