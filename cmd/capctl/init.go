@@ -92,7 +92,7 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&o.WaitProviders, "wait-providers", true, "Wait until the providers work: Deployments available, webhook Services with endpoints, CA injected")
 	secondsVar(fl, &o.WaitProviderTimeout, "wait-provider-timeout", clusterinit.DefaultWaitProviderTimeout, "Seconds to wait for the providers to work (with --wait-providers)")
-	fl.BoolVar(&o.Validate, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
+	fl.BoolVar(&o.StrictChecks, "validate", true, "Refuse incompatible contracts, duplicate providers and misnamed CRDs; false logs the problems and goes on")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Send every write as a server-side dry run and print what would be applied; nothing changes")
 	addFormatFlag(cmd, &o.Output, "json and yaml print the result")
 	cmd.AddCommand(newCmdInitListImages(f, nil))
@@ -101,7 +101,7 @@ func newCmdInit(f *factory, runF func(*InitOptions) error) *cobra.Command {
 
 // complete checks the request the flags filled, before any network or cluster call.
 func (o *InitOptions) complete([]string) error {
-	if err := o.Check(); err != nil {
+	if err := o.InitRequest.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil

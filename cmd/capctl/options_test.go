@@ -73,11 +73,11 @@ func TestInitFlagsToOptions(t *testing.T) {
 	}
 	want := clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0", "-"}, Infrastructure: []string{"docker"}}
 	if !reflect.DeepEqual(o.Selection, want) || o.TargetNamespace != "capi" || o.WaitProviderTimeout != 42*time.Second ||
-		!o.DryRun || o.Validate || !o.WaitProviders || o.Output != output.YAML {
+		!o.DryRun || o.StrictChecks || !o.WaitProviders || o.Output != output.YAML {
 		t.Errorf("options %+v", o)
 	}
 	o, err = parseOptions(t, newCmdInit)
-	if err != nil || o.Output != output.Text || o.WaitProviderTimeout != 300*time.Second || !o.Validate {
+	if err != nil || o.Output != output.Text || o.WaitProviderTimeout != 300*time.Second || !o.StrictChecks {
 		t.Errorf("defaults: %+v %v", o, err)
 	}
 	for args, msg := range map[string]string{

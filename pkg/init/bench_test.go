@@ -32,7 +32,7 @@ func BenchmarkFirstInit(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		res, err := clusterinit.InitWith(testenv.Context(b), cl, clusterinit.InitRequest{
-			Validate: true,
+			StrictChecks: true,
 			Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"},
 				ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}},
 		})

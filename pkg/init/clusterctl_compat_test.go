@@ -28,7 +28,7 @@ func TestClusterctlReadsCapctlInit(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := testenv.Context(t)
 	_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), clusterinit.InitRequest{
-		Validate: true,
+		StrictChecks: true,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"},
 			ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}},
 	})
@@ -107,14 +107,14 @@ func TestCapctlReadsClusterctlInit(t *testing.T) {
 	defer ctl.Stop()
 	runClusterctl(t, ctx, bin, t.TempDir(), env.Kubeconfig, cfgPath, "init", "--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0")
 	sel := clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}
-	res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), clusterinit.InitRequest{Validate: true, Selection: sel})
+	res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), clusterinit.InitRequest{StrictChecks: true, Selection: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.NoOp || res.FirstRun {
 		t.Errorf("capctl did not recognise clusterctl's providers: %+v", res)
 	}
-	res, err = clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), clusterinit.InitRequest{Validate: true, Selection: clusterinit.Selection{Infrastructure: []string{"tiny:v0.1.0"}}})
+	res, err = clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), clusterinit.InitRequest{StrictChecks: true, Selection: clusterinit.Selection{Infrastructure: []string{"tiny:v0.1.0"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestCapctlInitIsClusterctlInit(t *testing.T) {
 		defer ctl.Stop()
 	}
 	runClusterctl(t, ctx, bin, t.TempDir(), ref.Kubeconfig, cfgPath, "init", "--core", "cluster-api:v1.14.0", "-b", "kubeadm:v1.14.0", "-c", "kubeadm:v1.14.0", "-i", "docker:v1.14.0")
-	_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, ours.Config), clusterinit.InitRequest{Validate: true,
+	_, err := clusterinit.InitWith(ctx, clients(t, cfgPath, ours.Config), clusterinit.InitRequest{StrictChecks: true,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Bootstrap: []string{"kubeadm:v1.14.0"}, ControlPlane: []string{"kubeadm:v1.14.0"}, Infrastructure: []string{"docker:v1.14.0"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,9 @@ type InitRequest struct {
 	// WaitProviders waits for Deployments, webhook endpoints and CA injection (capctl default: true).
 	WaitProviders       bool
 	WaitProviderTimeout time.Duration
-	// Validate runs the contract and uniqueness checks (default true); false logs and ignores them.
-	Validate bool
+	// StrictChecks refuses on the contract and uniqueness checks (--validate, default true); false
+	// logs and ignores them.
+	StrictChecks bool
 	// DryRun: server-side dry run of every write; no inventory is written.
 	DryRun bool
 	Log    *logging.Logger
@@ -287,7 +288,7 @@ func (r *initRun) planProviders(ctx context.Context) error {
 		return err
 	}
 	if err := validate(plan, r.installed, r.cl, ctx); err != nil {
-		if r.opts.Validate {
+		if r.opts.StrictChecks {
 			return err
 		}
 		r.log.Info("Ignoring validation errors (--validate=false)", "error", err.Error())

@@ -146,7 +146,7 @@ func TestInitLifecycle(t *testing.T) {
 	ctl := installtest.Start(ctx, c, installtest.Options{Interval: 250 * time.Millisecond, OnError: func(err error) { t.Logf("stand-in controllers: %v", err) }})
 	defer func() { ctl.Stop() }()
 
-	base := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
+	base := clusterinit.InitRequest{StrictChecks: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond}
 	first := base
 	first.Selection = clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}
 
@@ -467,7 +467,7 @@ func TestInitOlderVersionWhenTheServerGoesAway(t *testing.T) {
 	viaProxy.Host = "https://" + proxy.Addr
 	viaProxy.TLSClientConfig.ServerName = u.Hostname()
 
-	o := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
+	o := clusterinit.InitRequest{StrictChecks: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
 	o.OnApplied = func(p clusterinit.Planned, ref install.ObjectRef, done, total int) {
 		if p.Type == provider.BootstrapProviderType && done == 5 {

@@ -34,7 +34,7 @@ func TestInitRefusedWhileAnotherInitRuns(t *testing.T) {
 	// Two real inits started together, 10 times: the one that takes the lock is held inside it
 	// (OnLocked, before its first write) until the other has returned, so the other meets the
 	// lock every time; then the winner is cancelled, so nothing is installed.
-	o := clusterinit.InitRequest{Validate: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
+	o := clusterinit.InitRequest{StrictChecks: true, Selection: clusterinit.Selection{Core: "cluster-api:v1.14.0", Infrastructure: []string{"docker:v1.14.0"}}}
 	for i := range 10 {
 		inside, done := make(chan int, 2), make(chan int, 2)
 		release := make(chan struct{})

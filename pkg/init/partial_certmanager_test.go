@@ -56,7 +56,7 @@ func TestInitAfterCertManagerCRDsPartlyApplied(t *testing.T) {
 		t.Fatalf("CRD %s exists before the re-run; the partial state was not set up", issuers)
 	}
 
-	o := clusterinit.InitRequest{Validate: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
+	o := clusterinit.InitRequest{StrictChecks: true, WaitProviders: true, WaitProviderTimeout: time.Minute, WaitInterval: 100 * time.Millisecond,
 		Selection: clusterinit.Selection{Core: "cluster-api:v1.13.5", Bootstrap: []string{"kubeadm:v1.13.5"}, ControlPlane: []string{"kubeadm:v1.13.5"}, Infrastructure: []string{"docker:v1.13.5"}}}
 	res, err := clusterinit.InitWith(ctx, clients(t, cfgPath, env.Config), o)
 	if err != nil {

@@ -102,7 +102,7 @@ func TestRefusedInitChangesNothing(t *testing.T) {
 			if tc.as != nil {
 				as = tc.as
 			}
-			_, err := clusterinit.InitWith(ctx, clients(t, path, as), clusterinit.InitRequest{Validate: true, Selection: tc.sel})
+			_, err := clusterinit.InitWith(ctx, clients(t, path, as), clusterinit.InitRequest{StrictChecks: true, Selection: tc.sel})
 			if err == nil {
 				t.Fatal("init was not refused")
 			}

@@ -9,6 +9,9 @@ import (
 // Init is `capctl init` on the Env's management cluster, with the Env's configuration and
 // provider repositories (initialize).
 func Init(ctx context.Context, e env.Env, req InitRequest) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	cl, err := clientsOf(ctx, e)
 	if err != nil {
 		return nil, err
@@ -22,6 +25,9 @@ func Init(ctx context.Context, e env.Env, req InitRequest) (*Result, error) {
 // ListImages is `capctl init list-images`: over the Env's management cluster when it has one,
 // else for a first init (listImages).
 func ListImages(ctx context.Context, e env.Env, req ImagesRequest) (*Images, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	cl, err := clientsOf(ctx, e)
 	if err != nil {
 		return nil, err

@@ -5,10 +5,10 @@ import (
 	"github.com/capctl/capctl/pkg/repository"
 )
 
-// Check is the request check of `capctl init` (InitRequest' field Validate, --validate, holds the
-// name Validate): the provider selection, the target namespace and a positive wait timeout (the
-// flag's default is DefaultWaitProviderTimeout), without any I/O; its errors name the flags.
-func (o InitRequest) Check() error {
+// Validate checks the request of `capctl init`: the provider selection, the target namespace and
+// a positive wait timeout (the flag's default is DefaultWaitProviderTimeout), without any I/O; its
+// errors name the flags.
+func (o InitRequest) Validate() error {
 	if err := checkSelection(o.Selection, o.TargetNamespace); err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 func TestOptionsCheck(t *testing.T) {
 	ok := InitRequest{Selection: Selection{Infrastructure: []string{"docker:v1.14.0"}}, TargetNamespace: "capi", WaitProviderTimeout: time.Minute}
-	if err := ok.Check(); err != nil {
+	if err := ok.Validate(); err != nil {
 		t.Errorf("valid: %v", err)
 	}
 	for _, tc := range []struct {
@@ -19,7 +19,7 @@ func TestOptionsCheck(t *testing.T) {
 		{InitRequest{Selection: Selection{Core: "-"}, WaitProviderTimeout: time.Minute}, "core provider"},
 		{InitRequest{TargetNamespace: "Not_A_Label", WaitProviderTimeout: time.Minute}, `--target-namespace "Not_A_Label"`},
 	} {
-		if err := tc.o.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
