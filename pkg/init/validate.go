@@ -15,7 +15,7 @@ func (o InitRequest) Validate() error {
 	return install.CheckWaitProviderTimeout(o.WaitProviderTimeout)
 }
 
-// Validate checks the request of `capctl init list-images` without any I/O, as InitRequest.Check.
+// Validate checks the request of `capctl init list-images` without any I/O, as InitRequest.Validate.
 func (o ImagesRequest) Validate() error { return checkSelection(o.Selection, o.TargetNamespace) }
 
 // checkSelection checks the provider flags and --target-namespace.
