@@ -437,7 +437,7 @@ func parseUpgradeRef(t provider.Type, v string) (provider.Reference, error) {
 	return ref, nil
 }
 
-// runUpgradeApply makes the one upgrade.Apply (or fleetupgrade.ApplyFleet) call and prints its result.
+// runUpgradeApply makes the one upgrade.Apply (or fleetupgrade.Apply) call and prints its result.
 func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	if o.Fleet != nil {
 		return runFleetApply(ctx, o)
