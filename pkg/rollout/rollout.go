@@ -154,8 +154,8 @@ type Target struct {
 	Cluster    string `json:"cluster,omitempty"`
 	Patch      string `json:"patch"`
 	// Via names the field a restart sets when a Cluster's topology manages the target: the
-	// Cluster's, which the topology controller copies onto the target (Patch is then the
-	// Cluster's JSON patch).
+	// Cluster's, which the topology controller copies onto the target (Patch is then the target's
+	// operations of the Cluster's JSON patch, which also tests the Cluster's resourceVersion).
 	Via      string    `json:"via,omitempty"`
 	Machines []Machine `json:"machines,omitempty"`
 
@@ -241,47 +241,65 @@ func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	return res, nil
 }
 
-// apply patches the targets in order; the targets a Cluster's topology manages are patched
-// together, in one patch of that Cluster.
-func apply(ctx context.Context, c *cluster.Client, targets []Target) error {
-	var done []string
-	patched := map[*unstructured.Unstructured]bool{}
+// onePatch is one PATCH of a run: a target's own object, or one Cluster for all of its targets.
+type onePatch struct {
+	obj   *unstructured.Unstructured
+	patch client.Patch
+	refs  []string
+	// cluster: the Cluster of topology targets, patched only as it was read.
+	cluster bool
+}
+
+// patchesOf are the run's PATCHes in target order: each target's own, and one per Cluster (where
+// its first target stands) for the targets its topology manages.
+func patchesOf(targets []Target) ([]onePatch, error) {
+	var out []onePatch
+	at := map[*unstructured.Unstructured]int{}
+	byCluster := map[*unstructured.Unstructured][]*Target{}
 	for i := range targets {
 		t := &targets[i]
-		if t.through != nil && patched[t.through] {
+		if t.through == nil {
+			out = append(out, onePatch{obj: t.obj, patch: client.RawPatch(t.patchType, []byte(t.Patch)), refs: []string{t.Ref}})
 			continue
 		}
-		obj, patch := t.obj, client.RawPatch(t.patchType, []byte(t.Patch))
-		refs := []string{t.Ref}
-		if t.through != nil {
-			var same []*Target
-			refs = nil
-			for j := i; j < len(targets); j++ {
-				if targets[j].through == t.through {
-					same = append(same, &targets[j])
-					refs = append(refs, targets[j].Ref)
-				}
-			}
-			body, err := clusterPatch(t.through, same)
-			if err != nil {
-				return err
-			}
-			obj, patch = t.through.DeepCopy(), client.RawPatch(types.JSONPatchType, body)
-			patched[t.through] = true
+		if _, ok := at[t.through]; !ok {
+			at[t.through] = len(out)
+			out = append(out, onePatch{obj: t.through.DeepCopy(), cluster: true})
 		}
-		if err := c.Patch(ctx, obj, patch); err != nil {
-			msg := fmt.Sprintf("failed while patching %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
-			if t.through != nil && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)) {
-				msg = fmt.Sprintf("Cluster %s/%s changed after capctl read it, so nothing of it was patched (%s not restarted): %v", obj.GetNamespace(), obj.GetName(), strings.Join(refs, ", "), err)
-			}
-			if len(done) > 0 {
-				msg += fmt.Sprintf(" (already done: %s; running the command again is safe for the rest)", strings.Join(done, ", "))
-			} else {
-				msg += " (nothing was changed; run the command again)"
-			}
-			return errors.New(msg)
+		byCluster[t.through] = append(byCluster[t.through], t)
+		out[at[t.through]].refs = append(out[at[t.through]].refs, t.Ref)
+	}
+	for cl, i := range at {
+		body, err := clusterPatch(cl, byCluster[cl])
+		if err != nil {
+			return nil, err
 		}
-		done = append(done, refs...)
+		out[i].patch = client.RawPatch(types.JSONPatchType, body)
+	}
+	return out, nil
+}
+
+// apply sends the run's PATCHes in order; a failure says what was already done.
+func apply(ctx context.Context, c *cluster.Client, targets []Target) error {
+	patches, err := patchesOf(targets)
+	if err != nil {
+		return err
+	}
+	var done []string
+	for _, p := range patches {
+		err := c.Patch(ctx, p.obj, p.patch)
+		if err == nil {
+			done = append(done, p.refs...)
+			continue
+		}
+		msg := fmt.Sprintf("failed while patching %s %s/%s: %v", p.obj.GetKind(), p.obj.GetNamespace(), p.obj.GetName(), err)
+		if p.cluster && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)) {
+			msg = fmt.Sprintf("Cluster %s/%s changed after capctl read it, so nothing of it was patched (%s not restarted): %v", p.obj.GetNamespace(), p.obj.GetName(), strings.Join(p.refs, ", "), err)
+		}
+		if len(done) > 0 {
+			return fmt.Errorf("%s (already done: %s; running the command again is safe for the rest)", msg, strings.Join(done, ", "))
+		}
+		return fmt.Errorf("%s (nothing was changed; run the command again)", msg)
 	}
 	return nil
 }

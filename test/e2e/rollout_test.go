@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/conversion"
 	"github.com/capctl/capctl/pkg/convert"
@@ -38,22 +39,8 @@ func TestRolloutRestartLive(t *testing.T) {
 	e.waitAvailable(mgmt, ns, "wl-roll", 5*time.Minute)
 	ctx := context.Background()
 
-	workers := func() (names []string, running int) {
-		ms, err := listMachines(ctx, mgmt, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			if m.GetLabels()["cluster.x-k8s.io/deployment-name"] == "" || m.GetDeletionTimestamp() != nil {
-				continue
-			}
-			names = append(names, m.GetName())
-			if p, _, _ := unstructured.NestedString(m.Object, "status", "phase"); p == "Running" {
-				running++
-			}
-		}
-		sort.Strings(names)
-		return names, running
+	workers := func() ([]string, int) {
+		return liveMachines(t, mgmt, func(l map[string]string) bool { return l["cluster.x-k8s.io/deployment-name"] != "" })
 	}
 	var before []string
 	deadline := time.Now().Add(5 * time.Minute)
@@ -216,22 +203,11 @@ func topologyRestart(t *testing.T, e *e2e, name string) {
 	t.Logf("a direct write of the MachineDeployment's rollout.after reverted by the topology controller in %s", time.Since(begin).Round(time.Second))
 
 	// The control plane, restarted through the Cluster.
-	controlPlane := func() (names []string, running int) {
-		ms, err := listMachines(ctx, mgmt, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			l := m.GetLabels()
-			if _, cp := l["cluster.x-k8s.io/control-plane"]; !cp || l["cluster.x-k8s.io/cluster-name"] != name || m.GetDeletionTimestamp() != nil {
-				continue
-			}
-			names = append(names, m.GetName())
-			if p, _, _ := unstructured.NestedString(m.Object, "status", "phase"); p == "Running" {
-				running++
-			}
-		}
-		return names, running
+	controlPlane := func() ([]string, int) {
+		return liveMachines(t, mgmt, func(l map[string]string) bool {
+			_, cp := l["cluster.x-k8s.io/control-plane"]
+			return cp && l["cluster.x-k8s.io/cluster-name"] == name
+		})
 	}
 	before, _ := controlPlane()
 	kcp, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneRef", "name")
@@ -252,4 +228,25 @@ func topologyRestart(t *testing.T, e *e2e, name string) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// liveMachines are the names (sorted) of the Machines of namespace ns whose labels keep picks and
+// that are not being deleted, and how many of them are Running.
+func liveMachines(t *testing.T, mgmt *livemgmt.Cluster, keep func(labels map[string]string) bool) (names []string, running int) {
+	t.Helper()
+	ms, err := listMachines(context.Background(), mgmt, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if !keep(m.GetLabels()) || m.GetDeletionTimestamp() != nil {
+			continue
+		}
+		names = append(names, m.GetName())
+		if p, _, _ := unstructured.NestedString(m.Object, "status", "phase"); p == "Running" {
+			running++
+		}
+	}
+	sort.Strings(names)
+	return names, running
 }
