@@ -110,8 +110,8 @@ machines_at() {
 }
 
 # handover NAME TO: once the target holds cluster NAME unpaused (the move's last step), ask the
-# harness to restart TO's CAPD so that it serves the moved cluster's in-memory machines, and wait
-# until it did.
+# harness to hand the moved cluster's in-memory machines over to TO's CAPD (Host.MoveCAPD), and
+# wait until it did.
 handover() {
   local name="$1" to="$2" paused
   for _ in $(seq 1200); do
@@ -209,14 +209,15 @@ capctl init "${INIT[@]}" --kubeconfig "$TARGET"
 capctl move -n "$NS" --to-kubeconfig "$TARGET" --dry-run
 note "The in-memory machines live in the source's CAPD process, where a real provider's machines would be"
 note "real hosts. So that the target's CAPD takes them over, as a real provider adopts moved machines, the"
-note "harness restarts it once the move hands the target the cluster unpaused, while the move's settle"
-note "check watches the cluster there. That restart falls inside the settle period, so the period is 3"
-note "minutes here rather than the default 1: on a loaded machine the restarted CAPD and the controllers"
-note "above it took longer than a minute to report the cluster Available again."
+note "harness hands them over once the move gives the target the cluster unpaused, while the move's"
+note "settle check watches the cluster there (the target's CAPD, v1.14, re-creates the in-memory machines"
+note "as it reconciles them). The hand-over falls inside the settle period, so the period is 3 minutes"
+note "here rather than the default 1: on a loaded machine the controllers took longer than a minute to"
+note "report the cluster Available again."
 handover "$CLUSTER" mgmt-2 &
 HANDOVER_PID=$!
 capctl move -n "$NS" --to-kubeconfig "$TARGET" --settle 3m
-wait "$HANDOVER_PID" || die "CAPD did not restart against the target"
+wait "$HANDOVER_PID" || die "CAPD did not take the moved cluster over on the target"
 HANDOVER_PID=
 kubectl get clusters -A
 export KUBECONFIG="$TARGET"

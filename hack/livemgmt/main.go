@@ -4,8 +4,8 @@
 //	go run ./hack/livemgmt -n 2 -dir /tmp/mgmt
 //
 // Once ready it writes DIR/<cluster>/kubeconfig for each cluster and DIR/ready. Writing a
-// cluster's name into DIR/capd-home makes CAPD restart against that cluster (after a move);
-// DIR/capd-ready then holds that name.
+// cluster's name into DIR/capd-home hands the in-memory infrastructure over to that cluster's
+// CAPD after a move (Host.MoveCAPD); DIR/capd-ready then holds that name.
 package main
 
 import (

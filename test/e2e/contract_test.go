@@ -92,9 +92,9 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 	}
 
 	// Hand the infrastructure over as soon as the target holds the cluster unpaused, while the
-	// move's settle check watches it there. The hand-over restarts the target's CAPD inside the
-	// settle period, so the period is 3 minutes rather than the default one: a loaded CI run ended
-	// the default minute with the restarted CAPD not yet reporting the cluster Available again.
+	// move's settle check watches it there. The hand-over falls inside the settle period, so the
+	// period is 3 minutes rather than the default one: a loaded CI run ended the default minute
+	// with the target's CAPD not yet reporting the cluster Available again.
 	handed := make(chan error, 1)
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -140,13 +141,28 @@ func (h *Host) stopCAPD() {
 }
 
 // MoveCAPD is what the harness does after a move to c: c's CAPD takes over the moved clusters'
-// in-memory infrastructure. With a namespace per cluster, c's own CAPD restarts (its pod is
-// deleted and its ReplicaSet makes a new one), since CAPD restores a workload cluster's listener
-// from the DevCluster's endpoint only when it starts; the source keeps its CAPD. On a shared
-// network the host's one CAPD stops and starts again against c. Either way it waits until
-// CAPD is ready again.
+// in-memory infrastructure. With a namespace per cluster the source keeps its CAPD, and c's own
+// CAPD adopts the moved clusters: from v1.14 it re-creates a workload cluster's listener on the
+// DevCluster's endpoint port as it reconciles, so it is left running; before v1.14 it restores
+// listeners only when it starts, so it is restarted (its pod is deleted and its ReplicaSet makes
+// a new one). Restarting a v1.14 CAPD would kill it in the middle of that adoption: the core
+// controller may already have read the workload cluster from the first in-memory API server,
+// and the second one's fresh store then shows it the moved Nodes as deleted (a CI run saw the
+// MachineHealthCheck replace a moved worker that way). On a shared network the host's one CAPD
+// stops and starts again against c. Either way it waits until CAPD is ready.
 func (h *Host) MoveCAPD(ctx context.Context, c *Cluster) error {
 	if c.ns != nil {
+		adopts, ver, err := c.capdAdoptsWithoutRestart(ctx)
+		if err != nil {
+			return err
+		}
+		if adopts {
+			if err := c.checkWorkloadPorts(ctx); err != nil {
+				return err
+			}
+			h.logf("CAPD %s on management cluster %s adopts the moved clusters as it reconciles: not restarted", ver, c.Name)
+			return c.waitCAPDPod(ctx, nil, 3*time.Minute)
+		}
 		return c.RestartCAPD(ctx, 3*time.Minute)
 	}
 	h.mu.Lock()
@@ -155,6 +171,37 @@ func (h *Host) MoveCAPD(ctx context.Context, c *Cluster) error {
 	h.mu.Unlock()
 	h.logf("CAPD restarting against management cluster %s", c.Name)
 	return h.WaitCAPD(ctx, c, 3*time.Minute)
+}
+
+// listenerOnEndpointPort is the first CAPD whose DevCluster reconcile re-creates a workload
+// cluster's listener on the port of the DevCluster's endpoint (earlier ones take a free port).
+var listenerOnEndpointPort = semver.MustParse("v1.14.0")
+
+// capdAdoptsWithoutRestart says whether every CAPD pod of c runs a version that re-creates moved
+// listeners by reconciling, and which version runs.
+func (c *Cluster) capdAdoptsWithoutRestart(ctx context.Context) (bool, string, error) {
+	pods, err := c.capdPods(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	if len(pods) == 0 {
+		return false, "", fmt.Errorf("management cluster %s runs no CAPD pod to adopt the moved clusters", c.Name)
+	}
+	var ver string
+	for _, p := range pods {
+		for _, ct := range p.Spec.Containers {
+			name, tag := parseImage(ct.Image)
+			if imageLabels[name] != LabelDocker {
+				continue
+			}
+			v, err := semver.NewVersion(tag)
+			if err != nil || v.LessThan(listenerOnEndpointPort) {
+				return false, tag, nil
+			}
+			ver = tag
+		}
+	}
+	return true, ver, nil
 }
 
 // WaitCAPD waits until CAPD runs against c and is ready.

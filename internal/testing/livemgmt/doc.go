@@ -27,8 +27,8 @@
 // namespace's veth address, the managers reach every API server of the host at its usual
 // 127.0.0.1 address through proxies inside the namespace, and the workload clusters answer on
 // the namespace's loopback, where that cluster's managers (and Cluster.Command) reach them.
-// After a move, MoveCAPD restarts the target's CAPD so it restores the moved clusters' listeners;
-// the source keeps its own. Test traffic goes only to loopback and to the namespaces' addresses
+// After a move, MoveCAPD hands the moved clusters to the target's CAPD (restarting it only where
+// its version restores listeners at start alone); the source keeps its own. Test traffic goes only to loopback and to the namespaces' addresses
 // (10.213.0.0/16). Where namespaces cannot be made (not root, no iproute2, LIVEMGMT_NETNS=off)
 // the clusters share the host's network and one CAPD process, which reconciles one "home"
 // cluster (the first, or the one MoveCAPD names) and serves every cluster's CAPD webhooks, under
