@@ -11,6 +11,7 @@ import (
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/cutover"
 	deletion "github.com/capctl/capctl/pkg/deletion"
 	"github.com/capctl/capctl/pkg/diagnose"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
@@ -110,6 +111,12 @@ var flagCases = map[string]flagCase{
 	"capctl diagnose clusters": capture(newCmdDiagnoseClusters, []string{"-n", "prod", "--stuck-after", "1h"}, func(t *testing.T, o *DiagnoseClustersOptions) {
 		if o.Namespace != "prod" || o.StuckAfter != time.Hour || o.Concurrency != diagnose.DefaultConcurrency || !o.Workload {
 			t.Errorf("request %+v", o.ClustersRequest)
+		}
+	}),
+	"capctl diagnose v1beta1": capture(newCmdDiagnoseV1Beta1, []string{"-f", "classes/", "-f", "-", "--offline", "-o", "json"}, func(t *testing.T, o *DiagnoseV1Beta1Options) {
+		want := cutover.Request{Files: []string{"classes/", "-"}, Stdin: o.IO.In, Offline: true}
+		if !reflect.DeepEqual(o.Request, want) || o.Output != output.JSON {
+			t.Errorf("request %+v, want %+v", o.Request, want)
 		}
 	}),
 	"capctl topology plan": capture(newCmdTopologyPlan, []string{"-f", "classes/", "-f", "-", "-n", "prod", "--cluster", "a,b", "-l", "tier=web", "--diff", "--save", "p.json", "-o", "json"}, func(t *testing.T, o *TopologyPlanOptions) {

@@ -53,10 +53,15 @@ func FromError(namespace string, err error) Unreadable {
 	return NewUnreadable(resource, namespace, verb, err)
 }
 
-// Add records a read that failed.
+// Add records a read that failed; the same read failing again (a kind read twice) is recorded once.
 func (r *Reads) Add(u Unreadable) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, x := range r.unread {
+		if x == u {
+			return
+		}
+	}
 	r.unread = append(r.unread, u)
 }
 

@@ -27,6 +27,18 @@ func Declared(labels map[string]string) string {
 	return best
 }
 
+// NewestDeclared returns the newest contract any of the label sets declares (a provider's CRDs),
+// or "" when none does.
+func NewestDeclared(labelSets ...map[string]string) string {
+	best := ""
+	for _, l := range labelSets {
+		if c := Declared(l); c != "" && (best == "" || Compare(c, best) > 0) {
+			best = c
+		}
+	}
+	return best
+}
+
 // isAPIVersion accepts Kubernetes API version names: v1, v1beta2, v2alpha1, ...
 func isAPIVersion(s string) bool {
 	if len(s) < 2 || s[0] != 'v' || s[1] < '1' || s[1] > '9' {

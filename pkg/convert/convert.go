@@ -50,6 +50,8 @@ type FileReport struct {
 	Changed bool `json:"changed"`
 	// Output is the converted text (the input, byte for byte, when nothing changed).
 	Output []byte `json:"-"`
+	// Input is the text read.
+	Input []byte `json:"-"`
 }
 
 // Counts returns how many objects were converted and how many were copied unchanged.
@@ -201,7 +203,7 @@ func replaceFile(path string, data []byte) error {
 // ConvertText converts every document of one multi-document YAML text. Documents that are not
 // converted keep their bytes, as do the separators between documents.
 func ConvertText(name string, data []byte) *FileReport {
-	fr := &FileReport{Path: name}
+	fr := &FileReport{Path: name, Input: data}
 	docs := repository.SplitDocuments(data)
 	texts := make([][]byte, len(docs))
 	for i, d := range docs {

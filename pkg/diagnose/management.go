@@ -10,7 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/pkg/authz"
@@ -122,12 +121,12 @@ func (r *managementRead) provider(ctx context.Context, it inventory.Provider) Pr
 	if u, ok := r.unreadNS[it.Namespace]; ok {
 		p.notCheck(checkController, u)
 	}
+	labels := make([]map[string]string, 0, len(r.crdsOf[label]))
 	for _, crd := range r.crdsOf[label] {
 		p.CRDs = append(p.CRDs, crd.Name)
-		if c := contract.Declared(crd.Labels); c != "" && (p.Contract == "" || version.CompareKubeAwareVersionStrings(c, p.Contract) > 0) {
-			p.Contract = c
-		}
+		labels = append(labels, crd.Labels)
 	}
+	p.Contract = contract.NewestDeclared(labels...)
 	sort.Strings(p.CRDs)
 
 	var objs []unstructured.Unstructured
