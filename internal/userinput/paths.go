@@ -1,7 +1,10 @@
 package userinput
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,4 +52,19 @@ func ExpandPaths(paths []string) ([]string, error) {
 		files = append(files, found...)
 	}
 	return files, nil
+}
+
+// ErrNoStdin is ReadPath's answer for "-" when the command has no standard input to read.
+var ErrNoStdin = errors.New("no standard input: give a file or directory, or pipe YAML into standard input")
+
+// ReadPath reads one path ExpandPaths listed: "-" from stdin, a file from disk, both bounded by
+// the input limit (--max-input-size).
+func ReadPath(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		if stdin == nil {
+			return nil, ErrNoStdin
+		}
+		return ReadAll(ctx, stdin, "standard input")
+	}
+	return ReadFile(ctx, path)
 }

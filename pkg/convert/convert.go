@@ -145,15 +145,7 @@ func Run(ctx context.Context, _ env.Env, req Request) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var data []byte
-		if p == "-" {
-			if req.Stdin == nil {
-				return nil, errors.New("no input: give a file or directory, or pipe YAML into standard input")
-			}
-			data, err = userinput.ReadAll(ctx, req.Stdin, "standard input")
-		} else {
-			data, err = userinput.ReadFile(ctx, p)
-		}
+		data, err := userinput.ReadPath(ctx, p, req.Stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p, err)
 		}

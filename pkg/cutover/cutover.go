@@ -114,7 +114,7 @@ func Run(ctx context.Context, e env.Env, req Request) (*Report, error) {
 	}
 	if len(req.Files) > 0 {
 		e.Step("Reading the manifests")
-		if err := checkFiles(ctx, e, req.Files, req.Stdin, rep); err != nil {
+		if err := checkFiles(ctx, req.Files, req.Stdin, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -404,13 +404,23 @@ func Patches(cc map[string]any) (findings []Finding, notChecked []string) {
 
 // checkFiles finds, in local manifests, the objects written at an older API version of a Cluster
 // API group (refused once that version is gone) and checks the ClusterClasses among them.
-func checkFiles(ctx context.Context, e env.Env, paths []string, stdin io.Reader, rep *Report) error {
-	res, err := convert.Run(ctx, e, convert.Request{Paths: paths, Stdin: stdin, DryRun: true})
-	var objErr *convert.ObjectsError
-	if err != nil && !errors.As(err, &objErr) {
-		return err
+func checkFiles(ctx context.Context, paths []string, stdin io.Reader, rep *Report) error {
+	files, err := userinput.ExpandPaths(paths)
+	if err != nil {
+		return fmt.Errorf("-f: %w", err)
 	}
-	for _, f := range res.Files {
+	for _, p := range files {
+		data, err := userinput.ReadPath(ctx, p, stdin)
+		if err != nil {
+			return fmt.Errorf("-f %s: %w", p, err)
+		}
+		name := p
+		if p == "-" {
+			name = "standard input"
+		}
+		// The conversion of capctl convert, in memory: what it would convert is what the API
+		// server refuses once the old version is gone.
+		f := convert.ConvertText(name, data)
 		for _, o := range f.Objects {
 			if o.Action == conversion.NotCAPI || o.From == conversion.TargetVersion || contract.Compare(o.From, conversion.TargetVersion) > 0 {
 				continue

@@ -56,7 +56,7 @@ func TestFilesOffline(t *testing.T) {
 	if err := rep.RenderText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"4 finding(s) in the manifests", "[patch-path]", "fix: set spec.patches", "Not checked (the view is partial)"} {
+	for _, w := range []string{"4 finding(s) in the manifests", "[patch-path]\n", "fix: set spec.patches", "Not checked (the view is partial)"} {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text lacks %q:\n%s", w, text.String())
 		}

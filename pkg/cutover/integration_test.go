@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/testing/cutovertest"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cutover"
 	"github.com/capctl/capctl/pkg/env"
@@ -69,15 +70,7 @@ func addPatchedClass(t *testing.T, te *testenv.Env, apiVersion string) {
 	patched := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "ClusterClass", "spec": cc.Object["spec"]}}
 	patched.SetNamespace("fleet")
 	patched.SetName("audited")
-	if err := unstructured.SetNestedSlice(patched.Object, []any{map[string]any{
-		"name": "audit",
-		"definitions": []any{map[string]any{
-			"selector": map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlaneTemplate", "matchResources": map[string]any{"controlPlane": true}},
-			"jsonPatches": []any{map[string]any{
-				"op": "add", "path": "/spec/template/spec/kubeadmConfigSpec/clusterConfiguration/apiServer/extraArgs/audit-log-maxage", "value": "30",
-			}},
-		}},
-	}}, "spec", "patches"); err != nil {
+	if err := cutovertest.AddAuditPatch(patched); err != nil {
 		t.Fatal(err)
 	}
 	if err := te.Client.Create(ctx, patched); err != nil {
@@ -118,7 +111,7 @@ func TestV1Beta1ManagementCluster(t *testing.T) {
 	if f := findingFor(byCheck[cutover.CheckPatchSelector], `ClusterClass fleet/audited patch "audit" definition 0`); f == nil {
 		t.Errorf("the v1beta1 selector: %+v", byCheck[cutover.CheckPatchSelector])
 	}
-	if f := findingFor(byCheck[cutover.CheckPatchPath], `ClusterClass fleet/audited patch "audit" definition 0 jsonPatch 0`); f == nil || !strings.Contains(f.Message, "/apiServer/extraArgs/audit-log-maxage exists in v1beta1") {
+	if f := findingFor(byCheck[cutover.CheckPatchPath], `ClusterClass fleet/audited patch "audit" definition 0 jsonPatch 0`); f == nil || !strings.Contains(f.Message, cutovertest.AuditPath+" exists in v1beta1") {
 		t.Errorf("the v1beta1 patch path: %+v", byCheck[cutover.CheckPatchPath])
 	}
 	if rep.Partial() || rep.ExitCode() != 2 {

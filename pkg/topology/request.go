@@ -145,16 +145,12 @@ func readInputs(ctx context.Context, req PlanRequest) (*inputs, error) {
 }
 
 func readFile(ctx context.Context, f string, stdin io.Reader) (string, []byte, error) {
-	if f == "-" {
-		if stdin == nil {
-			return "", nil, errors.New("-f -: no standard input")
-		}
-		data, err := userinput.ReadAll(ctx, stdin, "standard input")
-		return "standard input", data, err
-	}
-	data, err := userinput.ReadFile(ctx, f)
+	data, err := userinput.ReadPath(ctx, f, stdin)
 	if err != nil {
 		return "", nil, fmt.Errorf("-f %s: %w", f, err)
+	}
+	if f == "-" {
+		return "standard input", data, nil
 	}
 	return f, data, nil
 }

@@ -3,14 +3,20 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/testing/cutovertest"
 	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/repository"
 )
 
 // v1beta1Version is the newest Cluster API release on the v1beta1 contract whose core and test
@@ -26,6 +32,9 @@ const (
 //   - the source runs the v1.10.10 providers, set up by clusterctl v1.10.10 (capctl, like
 //     clusterctl v1.14, refuses a v1beta1 core provider) and run by v1.10.10 managers, which
 //     bring an in-memory cluster to Available; the target runs v1.14.0, set up by capctl;
+//   - capctl diagnose v1beta1 names, on the source, the v1beta1 storage, the v1beta1-contract
+//     providers and a ClusterClass patch written for v1beta1 (in a namespace not moved), and
+//     after the move finds nothing on the target;
 //   - clusterctl v1.14.2 refuses the move (the reason capctl's exists);
 //   - capctl's runbook names the contract jump; its dry run lists the values v1beta2 has no
 //     place for and refuses until they are accepted;
@@ -64,6 +73,25 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 		t.Errorf("get providers does not show the v1beta1 contract and %s:\n%s", v1beta1Version, out)
 	}
 	before := machineIDs(ctx, t, src, ns)
+
+	// The v1beta1 cut-over check on the v1beta1 management cluster: its storage, its providers,
+	// and a class in another namespace (not moved) whose patch is written for v1beta1.
+	addV1Beta1PatchedClass(t, src, "cutover")
+	out, err = e.capctl(src, "diagnose", "v1beta1")
+	if code := exitCode(err); code != 2 {
+		t.Errorf("diagnose v1beta1 on the v1beta1 management cluster: exit %d (%v), want 2 (findings):\n%s", code, err, out)
+	}
+	for _, want := range []string{
+		"[storage]", "CustomResourceDefinition clusters.cluster.x-k8s.io (cluster-api)",
+		"[provider]", "Provider capi-system/cluster-api " + v1beta1Version,
+		"Provider capd-system/infrastructure-docker " + v1beta1Version,
+		"[patch-selector]", `ClusterClass cutover/audited patch "audit" definition 0`, "[patch-path]",
+		"path " + cutovertest.AuditPath + " exists in v1beta1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diagnose v1beta1 on the v1beta1 management cluster does not say %q:\n%s", want, out)
+		}
+	}
 
 	// The reference clusterctl refuses to move from a v1beta1 management cluster.
 	ref := e.commandOf(ctx, src, testenv.Clusterctl(t), "move", "-n", ns, "--kubeconfig", src.Kubeconfig, "--to-kubeconfig", dst.Kubeconfig)
@@ -126,6 +154,44 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 	}
 	for _, k := range leftovers(t, src, ns) {
 		t.Errorf("left in the source after the move: %s", k)
+	}
+	// The target, set up at v1.14 and holding the moved cluster, has nothing on v1beta1.
+	out, err = e.capctl(dst, "diagnose", "v1beta1")
+	if exitCode(err) != 0 || !strings.Contains(out, "Nothing found in management cluster") {
+		t.Errorf("diagnose v1beta1 on the v1beta2 target after the move: exit %d (%v), want 0 and nothing found:\n%s", exitCode(err), err, out)
+	}
+}
+
+// addV1Beta1PatchedClass creates, in namespace ns of a v1beta1 management cluster, the in-memory
+// ClusterClass of v1beta1Version with its templates (through the providers' webhooks) and a copy
+// of it, "audited", whose patch is written for v1beta1: its selector names the v1beta1
+// KubeadmControlPlaneTemplate and its path a map key (v1beta2 has a list of arguments there).
+func addV1Beta1PatchedClass(t *testing.T, c *livemgmt.Cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", v1beta1Version, "clusterclass-in-memory.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range objs {
+		o := &objs[i]
+		o.SetNamespace(ns)
+		if o.GetKind() == "ClusterClass" {
+			o.SetName("audited")
+			if err := cutovertest.AddAuditPatch(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Client.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s/%s on %s: %v", o.GetKind(), ns, o.GetName(), c.Name, err)
+		}
 	}
 }
 

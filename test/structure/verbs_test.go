@@ -15,7 +15,7 @@ import (
 // featurePackages are the packages whose exported functions cmd calls as verbs (directory under
 // pkg/). Plumbing (cluster, multicluster, output, config, repository clients) is not a verb.
 var featurePackages = map[string]bool{
-	"authz": true, "convert": true, "deletion": true, "describe": true, "diagnose": true,
+	"authz": true, "convert": true, "cutover": true, "deletion": true, "describe": true, "diagnose": true,
 	"fleetupgrade": true, "init": true, "kubeconfig": true, "move": true, "rollout": true,
 	"templates": true, "topology": true, "upgrade": true,
 }
@@ -68,6 +68,41 @@ func TestEveryVerbHasOneShape(t *testing.T) {
 		}
 	}
 	t.Logf("%d verbs called by cmd, %d with the one shape", len(called), n)
+}
+
+// lowerLayers are feature packages other features build on: their verb is a view of a rule home
+// the others use (authz: the permissions table every writing command checks, and `auth can-i`
+// shows; delete and move fill its placeholders from their own plans).
+var lowerLayers = map[string]bool{"authz": true}
+
+// TestNoFeatureRunsAnothersVerb: a feature package calls no verb of another feature package (a
+// function cmd calls as a command's one call): what two features share lives in a lower package
+// or as a function of the other package that is not a command's verb, and a check one feature
+// needs from another is wired by the caller as a function.
+func TestNoFeatureRunsAnothersVerb(t *testing.T) {
+	root := filepath.Join("..", "..")
+	verbs := verbsCalled(t, filepath.Join(root, "cmd", "capctl"))
+	dirs := make([]string, 0, len(featurePackages))
+	for dir := range featurePackages {
+		dirs = append(dirs, dir)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		self := dir
+		if dir == "init" {
+			self = "clusterinit"
+		}
+		var calls []string
+		for v := range verbsCalled(t, filepath.Join(root, "pkg", dir)) {
+			if pkg, _, _ := strings.Cut(v, "."); pkg != self && verbs[v] && !lowerLayers[pkg] {
+				calls = append(calls, v)
+			}
+		}
+		sort.Strings(calls)
+		if len(calls) > 0 {
+			t.Errorf("pkg/%s runs another feature's verbs: %s", dir, strings.Join(calls, ", "))
+		}
+	}
 }
 
 // verbsCalled are the pkg.Func calls in dir's non-test files whose first argument is ctx and
