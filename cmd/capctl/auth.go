@@ -9,10 +9,8 @@ import (
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cani"
 	"github.com/capctl/capctl/pkg/cluster"
-	"github.com/capctl/capctl/pkg/deletion"
-	"github.com/capctl/capctl/pkg/env"
-	"github.com/capctl/capctl/pkg/move"
 	"github.com/capctl/capctl/pkg/multicluster"
 )
 
@@ -68,18 +66,6 @@ func (o *AuthCanIOptions) complete(args []string) error {
 	return nil
 }
 
-// canI is the one verb of `auth can-i COMMAND`: the command's own, where its permissions depend
-// on what it finds (delete, move: their read-only plan fills the table), else the table's.
-func canI(ctx context.Context, e env.Env, req authz.CanIRequest) (*authz.CanIResult, error) {
-	switch req.Command {
-	case "delete":
-		return deletion.CanI(ctx, e, req)
-	case "move":
-		return move.CanI(ctx, e, req)
-	}
-	return authz.CanI(ctx, e, req)
-}
-
 // runAuthCanI asks the clusters for the command's permissions and prints what is missing.
 func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
 	e, err := o.env(ctx, multicluster.Selection{})
@@ -91,7 +77,7 @@ func runAuthCanI(ctx context.Context, o *AuthCanIOptions) error {
 			return err
 		}
 	}
-	res, err := canI(ctx, e, o.Request)
+	res, err := cani.Run(ctx, e, o.Request)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	WarningHandler rest.WarningHandler
 	// OnRequest, when set, is told about every HTTP request the client sends (verbose logs).
 	OnRequest func(method, url string, status int, elapsed time.Duration, err error)
+	// ReadOnly refuses, before sending, every request but reads, self-reviews and server-side
+	// dry runs (ReadOnlyAllows): a front end that must not change a cluster sets it.
+	ReadOnly bool
 }
 
 // Client is a connection to one management cluster. Build one per run and share it: it holds one
@@ -294,7 +297,11 @@ func NewForConfig(cfg *rest.Config, opts Options, kubeconfigPath, contextName, n
 		if prevWrap != nil {
 			rt = prevWrap(rt)
 		}
-		return countingTransport{next: rt, n: counter, onRequest: opts.OnRequest}
+		rt = countingTransport{next: rt, n: counter, onRequest: opts.OnRequest}
+		if opts.ReadOnly {
+			rt = readOnlyTransport{next: rt}
+		}
+		return rt
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {

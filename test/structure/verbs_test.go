@@ -15,7 +15,7 @@ import (
 // featurePackages are the packages whose exported functions cmd calls as verbs (directory under
 // pkg/). Plumbing (cluster, multicluster, output, config, repository clients) is not a verb.
 var featurePackages = map[string]bool{
-	"authz": true, "convert": true, "cutover": true, "deletion": true, "describe": true, "diagnose": true,
+	"authz": true, "cani": true, "convert": true, "cutover": true, "deletion": true, "describe": true, "diagnose": true,
 	"fleetupgrade": true, "init": true, "kubeconfig": true, "move": true, "rollout": true,
 	"templates": true, "topology": true, "upgrade": true,
 }
