@@ -40,6 +40,7 @@ func topLevelCommands(f *factory) []*cobra.Command {
 		newCmdGenerate(f),
 		newCmdGet(f),
 		newCmdInit(f, nil),
+		newCmdMCP(f, nil),
 		newCmdMove(f, nil),
 		newCmdPlugin(f),
 		newCmdRepository(f),

@@ -119,6 +119,11 @@ var flagCases = map[string]flagCase{
 			t.Errorf("request %+v, want %+v", o.Request, want)
 		}
 	}),
+	"capctl mcp": capture(newCmdMCP, []string{"--http", "127.0.0.1:0"}, func(t *testing.T, o *MCPOptions) {
+		if o.HTTP != "127.0.0.1:0" || o.Stdio != nil || o.Version == "" {
+			t.Errorf("request %+v", o.Request)
+		}
+	}),
 	"capctl topology plan": capture(newCmdTopologyPlan, []string{"-f", "classes/", "-f", "-", "-n", "prod", "--cluster", "a,b", "-l", "tier=web", "--diff", "--save", "p.json", "-o", "json"}, func(t *testing.T, o *TopologyPlanOptions) {
 		want := topology.PlanRequest{Files: []string{"classes/", "-"}, Stdin: o.IO.In, Namespace: "prod", Clusters: []string{"a", "b"}, Selector: "tier=web", Diff: true, Save: "p.json", Concurrency: topology.DefaultConcurrency}
 		if !reflect.DeepEqual(o.PlanRequest, want) || o.Output != output.JSON || o.Contexts.Enabled() {

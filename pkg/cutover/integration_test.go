@@ -2,7 +2,6 @@ package cutover_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,13 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/testing/classfixture"
 	"github.com/capctl/capctl/internal/testing/cutovertest"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cutover"
 	"github.com/capctl/capctl/pkg/env"
-	"github.com/capctl/capctl/pkg/inventory"
-	"github.com/capctl/capctl/pkg/provider"
-	"github.com/capctl/capctl/pkg/repository"
 )
 
 // mgmtAt is a test API server with the CRDs of the four providers at one release (served at
@@ -27,31 +24,8 @@ func mgmtAt(t *testing.T, version string) *testenv.Env {
 	crds := testenv.ComponentCRDs(t, version, "cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm", "infrastructure-docker")
 	te := testenv.Start(t, testenv.Options{CRDPaths: []string{crds, filepath.Join(testenv.FixturesDir(t), "crds", "clusterctl.cluster.x-k8s.io.yaml")}})
 	te.CreateNamespaces(t, "fleet", "capi-system")
-	ctx := context.Background()
-	for _, p := range []inventory.Provider{
-		inventory.New("cluster-api", provider.CoreProviderType, version, "capi-system"),
-		inventory.New("kubeadm", provider.BootstrapProviderType, version, "capi-system"),
-		inventory.New("kubeadm", provider.ControlPlaneProviderType, version, "capi-system"),
-		inventory.New("docker", provider.InfrastructureProviderType, version, "capi-system"),
-	} {
-		if err := inventory.Write(ctx, te.Client, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	class, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", version, "clusterclass-in-memory.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", class)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range objs {
-		objs[i].SetNamespace("fleet")
-		if err := te.Client.Create(ctx, &objs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	classfixture.WriteInventory(t, te.Client, version, "capi-system")
+	classfixture.Create(t, te.Client, version, "fleet", nil)
 	return te
 }
 

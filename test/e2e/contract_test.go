@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/testing/classfixture"
 	"github.com/capctl/capctl/internal/testing/cutovertest"
 	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/internal/testing/testenv"
-	"github.com/capctl/capctl/pkg/repository"
 )
 
 // v1beta1Version is the newest Cluster API release on the v1beta1 contract whose core and test
@@ -172,27 +170,13 @@ func addV1Beta1PatchedClass(t *testing.T, c *livemgmt.Cluster, ns string) {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "repository", "infrastructure-docker", v1beta1Version, "clusterclass-in-memory.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range objs {
-		o := &objs[i]
-		o.SetNamespace(ns)
-		if o.GetKind() == "ClusterClass" {
-			o.SetName("audited")
-			if err := cutovertest.AddAuditPatch(o); err != nil {
-				t.Fatal(err)
-			}
+	classfixture.Create(t, c.Client, v1beta1Version, ns, func(o *unstructured.Unstructured) error {
+		if o.GetKind() != "ClusterClass" {
+			return nil
 		}
-		if err := c.Client.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s %s/%s on %s: %v", o.GetKind(), ns, o.GetName(), c.Name, err)
-		}
-	}
+		o.SetName("audited")
+		return cutovertest.AddAuditPatch(o)
+	})
 }
 
 // initV1Beta1 installs the four providers at v1beta1Version with that release's clusterctl, as

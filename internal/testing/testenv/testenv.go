@@ -40,6 +40,8 @@ type Env struct {
 	Kubeconfig string
 	// Client is a capctl cluster client connected to the server.
 	Client *cluster.Client
+	// AuditLog is the API server's audit log (JSON lines) when Options.Audit was set.
+	AuditLog string
 
 	env *envtest.Environment
 }
@@ -48,6 +50,8 @@ type Env struct {
 type Options struct {
 	// CRDPaths are files or folders of CRDs to install before the test starts.
 	CRDPaths []string
+	// Audit makes the API server write an audit log of every request (Env.AuditLog).
+	Audit bool
 }
 
 // RepoRoot is the root of the capctl checkout (found from this source file's location).
@@ -168,9 +172,10 @@ func start(opts Options) (*Env, error) {
 	// On a loaded 2-core machine an API server can miss envtest's default 20 s start window: give
 	// it longer, and one more try with a fresh etcd, before failing the test.
 	var (
-		te  *envtest.Environment
-		cfg *rest.Config
-		err error
+		te       *envtest.Environment
+		cfg      *rest.Config
+		err      error
+		auditLog string
 	)
 	for attempt := 1; attempt <= 2; attempt++ {
 		te = &envtest.Environment{
@@ -185,6 +190,11 @@ func start(opts Options) (*Env, error) {
 		}
 		// The Docker infrastructure provider's Deployment asks for a privileged container.
 		te.ControlPlane.GetAPIServer().Configure().Append("allow-privileged", "true")
+		if opts.Audit {
+			if auditLog, err = configureAudit(te); err != nil {
+				return nil, err
+			}
+		}
 		if cfg, err = te.Start(); err == nil {
 			break
 		}
@@ -193,7 +203,7 @@ func start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s (2 attempts): %w", assets, err)
 	}
-	e := &Env{Config: cfg, env: te}
+	e := &Env{Config: cfg, env: te, AuditLog: auditLog}
 	user, err := te.AddUser(envtest.User{Name: "capctl-test-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		e.Stop()
