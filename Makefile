@@ -61,7 +61,7 @@ E2E_TIMEOUT         ?= 45m
 TEST_LOG_DIR        ?=
 BENCH               ?= .
 
-.PHONY: help build install test unit integration e2e prereqs fixtures envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin clean
+.PHONY: help build install test unit integration e2e prereqs fixtures envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin mcp-tools clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -91,7 +91,7 @@ live-bins: envtest-bins ## Build the Cluster API managers (every set), kube-cont
 demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
 	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
+test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp-tools ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
 	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
 	  integration "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
@@ -99,7 +99,7 @@ test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin ## 
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
 
-integration: fixtures envtest-bins clusterctl-bin operator-plugin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
+integration: fixtures envtest-bins clusterctl-bin operator-plugin mcp-tools ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
 	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 e2e: fixtures live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
@@ -155,6 +155,9 @@ release: release-tools ## Publish a tagged release with goreleaser (needs GITHUB
 
 docs: ## Regenerate the command reference (docs/reference) and man pages (docs/man) from the cobra commands
 	go test -count=1 -run '^TestCommandReferenceIsCurrent$$' ./cmd/capctl/ -args -update
+
+mcp-tools: ## Install the MCP conformance suite and TypeScript SDK (npm) into the cache, for the MCP server's tests (idempotent; needs Node)
+	@hack/mcp-tools.sh >/dev/null
 
 operator-plugin: ## Build the Cluster API Operator's clusterctl-operator plugin into the cache, for its plugin test (idempotent)
 	@hack/operator-plugin.sh >/dev/null

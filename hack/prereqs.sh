@@ -8,7 +8,8 @@
 #     harness's own switch, lets the clusters share the host's network instead and skips this);
 #   - the upstream Cluster API fixtures: present ($CAPCTL_FIXTURES, ../shared/fixtures, or a complete
 #     `make fixtures` build), or buildable (the Go module proxy answers `go mod download`).
-# No test runs node or npm, so neither is checked.
+#   - Node.js (node and npm) for the MCP server's conformance and external-client tests, under
+#     CI=true only: elsewhere those tests skip, naming it.
 #
 # Usage: hack/prereqs.sh [test|demo|integration]   (default: test)
 # PREREQS_MIN_FREE_GIB overrides the free disk asked for; PREREQS_IP_FALLBACKS the places besides
@@ -84,6 +85,13 @@ if [[ "$TARGET" != integration ]]; then
     if [[ -z "$ipbin" ]]; then
       problem "the ip command is missing: apt-get install iproute2 (or set LIVEMGMT_NETNS=off to share the host's network)"
     fi
+  fi
+fi
+
+# --- Node, for the MCP server's tests --------------------------------------------------------------
+if [[ "$TARGET" != demo && "${CI:-}" == true ]]; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    problem "node and npm are missing: install Node.js 20 or later (the MCP conformance suite and TypeScript client run on it; without CI=true those tests skip)"
   fi
 fi
 

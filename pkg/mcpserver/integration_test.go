@@ -1,12 +1,15 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -115,25 +118,61 @@ func toolArgs(t *testing.T, te *testenv.Env, targetKubeconfig string) map[string
 // TestEveryToolReadsOnly runs `capctl mcp` over stdio as a cluster admin, lists its tools (each
 // read-only, with an object input schema), calls every one, and finds in the API server's audit
 // log no request of that identity that could have changed anything.
-func TestEveryToolReadsOnly(t *testing.T) {
+// session is what the MCP tests share: the management cluster, a second one (a replacement's
+// target), the built capctl, its configuration and the session identity's kubeconfig.
+type session struct {
+	te, target *testenv.Env
+	bin        string
+	dir        string
+	config     string
+	kubeconfig string
+}
+
+func newSession(t *testing.T) *session {
+	t.Helper()
 	testenv.Integration(t)
-	t.Parallel()
 	envs := make(chan *testenv.Env, 1)
 	go func() { envs <- testenv.Start(t, testenv.Options{}) }()
-	te := mgmt(t)
-	target := <-envs
-	bin := testenv.BuildCapctl(t)
-	dir := t.TempDir()
-	config, err := livemgmt.WriteConfig(filepath.Join(dir, "config"), testenv.FixturesDir(t))
-	if err != nil {
+	s := &session{te: mgmt(t)}
+	s.target = <-envs
+	s.bin = testenv.BuildCapctl(t)
+	s.dir = t.TempDir()
+	var err error
+	if s.config, err = livemgmt.WriteConfig(filepath.Join(s.dir, "config"), testenv.FixturesDir(t)); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := te.UserKubeconfig(t, sessionUser, "system:masters")
+	s.kubeconfig = s.te.UserKubeconfig(t, sessionUser, "system:masters")
+	return s
+}
 
+// command is `capctl mcp` with args, as the session identity, with the test's config.
+func (s *session) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, s.bin, append([]string{"mcp", "--kubeconfig", s.kubeconfig, "--config", s.config}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(s.dir, "cache"), "XDG_CONFIG_HOME="+filepath.Join(s.dir, "home"))
+	return cmd
+}
+
+// checkNoWrites fails the test when the audit log holds a write of the session identity, or
+// nothing of it at all (the check would prove nothing).
+func (s *session) checkNoWrites(t *testing.T) {
+	t.Helper()
+	n := s.te.Requests(t, sessionUser)
+	if n == 0 {
+		t.Fatal("the audit log holds no request of the MCP server's identity: the check would prove nothing")
+	}
+	if w := s.te.Writes(t, sessionUser); len(w) > 0 {
+		t.Errorf("the MCP sessions sent %d write request(s):\n  %s", len(w), strings.Join(w, "\n  "))
+	}
+	t.Logf("%d requests of %s audited, none a write", n, sessionUser)
+}
+
+func TestEveryToolReadsOnly(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	te := s.te
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--kubeconfig", kubeconfig, "--config", config)
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_CONFIG_HOME="+filepath.Join(dir, "home"))
+	cmd := s.command(ctx)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "capctl-test", Version: "v0"}, nil)
@@ -147,7 +186,7 @@ func TestEveryToolReadsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := toolArgs(t, te, target.Kubeconfig)
+	args := toolArgs(t, te, s.target.Kubeconfig)
 	var names []string
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
@@ -205,7 +244,7 @@ func TestEveryToolReadsOnly(t *testing.T) {
 		t.Logf("closing the session: %v", err)
 	}
 	// The guard beneath: the same identity through a read-only client cannot send a write.
-	ro, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: kubeconfig, ReadOnly: true})
+	ro, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: s.kubeconfig, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +252,106 @@ func TestEveryToolReadsOnly(t *testing.T) {
 	if err := ro.Create(ctx, cm); !errors.Is(err, cluster.ErrReadOnly) {
 		t.Errorf("a create through the read-only client: %v, want it refused before sending", err)
 	}
-	if n := te.Requests(t, sessionUser); n == 0 {
-		t.Fatal("the audit log holds no request of the MCP server's identity: the check would prove nothing")
-	}
-	if w := te.Writes(t, sessionUser); len(w) > 0 {
-		t.Errorf("the MCP session sent %d write request(s):\n  %s", len(w), strings.Join(w, "\n  "))
-	}
-	t.Logf("%d tools called; %d requests of %s audited, none a write", len(names), te.Requests(t, sessionUser), sessionUser)
+	s.checkNoWrites(t)
+	t.Logf("%d tools called", len(names))
 }
 
 func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// conformanceScenarios are the conformance suite's server scenarios for what a tools-only server
+// must support: the handshake, ping, tool listing, the streamable HTTP transport's concurrent
+// streams and DNS-rebinding protection, and logging/setLevel (the SDK answers it). The others
+// test prompts, resources, completions, sampling or elicitation, or need the suite's own test
+// tools (json-schema-2020-12, tools-call-*); server-sse-polling checks only SHOULDs.
+var conformanceScenarios = []string{"server-initialize", "ping", "tools-list", "dns-rebinding-protection", "server-sse-multiple-streams", "logging-set-level"}
+
+// passed is the suite's verdict line: every check passed, none failed, no warning.
+var passed = regexp.MustCompile(`Passed: (\d+)/(\d+), 0 failed, 0 warnings`)
+
+// TestExternalClientAndConformance: the official TypeScript SDK's client lists and calls every
+// tool of `capctl mcp` over stdio, and the official conformance suite passes its scenarios for a
+// tools-only server against `capctl mcp --http`; neither session writes anything.
+func TestExternalClientAndConformance(t *testing.T) {
+	tools, node := testenv.MCPTools(t)
+	t.Parallel()
+	s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	argsFile := filepath.Join(s.dir, "args.json")
+	b, err := json.Marshal(toolArgs(t, s.te, s.target.Kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(argsFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mcpCmd := s.command(ctx)
+	client := exec.CommandContext(ctx, node, append([]string{filepath.Join("testdata", "client.mjs")}, mcpCmd.Args...)...)
+	client.Env = append(mcpCmd.Env, "MCP_SDK_DIR="+filepath.Join(tools, "node_modules", "@modelcontextprotocol", "sdk"), "MCP_TOOL_ARGS="+argsFile)
+	var stderr strings.Builder
+	client.Stderr = &stderr
+	out, err := client.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client: %v\n%s", err, stderr.String())
+	}
+	var summary struct {
+		Server struct{ Name string } `json:"server"`
+		Tools  []struct {
+			Name      string `json:"name"`
+			ReadOnly  bool   `json:"readOnly"`
+			InputType string `json:"inputType"`
+		} `json:"tools"`
+		Calls map[string]struct {
+			IsError bool   `json:"isError"`
+			JSON    bool   `json:"json"`
+			Error   string `json:"error"`
+		} `json:"calls"`
+	}
+	if err := json.Unmarshal(out, &summary); err != nil {
+		t.Fatalf("the TypeScript client's summary: %v\n%s", err, out)
+	}
+	if summary.Server.Name != "capctl" || len(summary.Tools) != len(toolArgs(t, s.te, s.target.Kubeconfig)) {
+		t.Errorf("the TypeScript client saw server %q with %d tools", summary.Server.Name, len(summary.Tools))
+	}
+	for _, tool := range summary.Tools {
+		call := summary.Calls[tool.Name]
+		if !tool.ReadOnly || tool.InputType != "object" || call.IsError || !call.JSON {
+			t.Errorf("TypeScript client, tool %s: read-only %v, input %q, call %+v", tool.Name, tool.ReadOnly, tool.InputType, call)
+		}
+	}
+
+	// The conformance suite speaks streamable HTTP.
+	server := s.command(ctx, "--http", "127.0.0.1:0")
+	errPipe, err := server.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
+	url := ""
+	sc := bufio.NewScanner(errPipe)
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "serving MCP at "); ok {
+			url = strings.Fields(rest)[0] + "mcp"
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("capctl mcp --http did not say where it serves")
+	}
+	go func() { _, _ = io.Copy(io.Discard, errPipe) }()
+	for _, scenario := range conformanceScenarios {
+		suite := exec.CommandContext(ctx, node, filepath.Join(tools, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js"),
+			"server", "--url", url, "--scenario", scenario)
+		res, err := suite.CombinedOutput()
+		if m := passed.FindStringSubmatch(string(res)); err != nil || m == nil || m[1] != m[2] || m[1] == "0" {
+			t.Errorf("conformance scenario %s: %v\n%s", scenario, err, res)
+			continue
+		}
+		t.Logf("conformance %s:\n%s", scenario, res)
+	}
+	s.checkNoWrites(t)
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -112,6 +113,26 @@ func OperatorPlugin(tb testing.TB) string {
 	tb.Helper()
 	return cachedBinary(tb, "plugin test", "the Cluster API Operator's clusterctl-operator "+OperatorPluginVersion, "CAPCTL_OPERATOR_PLUGIN",
 		filepath.Join("operator", OperatorPluginVersion, "clusterctl-operator"), "operator-plugin")
+}
+
+// MCPConformanceVersion is the MCP conformance suite the MCP server's tests run (hack/mcp-tools.sh).
+const MCPConformanceVersion = "0.1.12"
+
+// MCPTools is the folder holding the MCP conformance suite and the TypeScript SDK
+// (node_modules), installed by `make mcp-tools`, and the node binary to run them: of the
+// integration tier; a missing Node or folder skips, or fails under CI=true.
+func MCPTools(tb testing.TB) (dir, node string) {
+	tb.Helper()
+	SkipShort(tb, "MCP conformance and external client (Node.js)", "integration")
+	node, err := exec.LookPath("node")
+	Require(tb, "Node.js (node on PATH) for the MCP conformance suite and the TypeScript client", "", err == nil)
+	dir = os.Getenv("CAPCTL_MCP_TOOLS")
+	if dir == "" {
+		dir = filepath.Join(cacheDir(), "capctl", "npm", "mcp-conformance-"+MCPConformanceVersion)
+	}
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	Require(tb, "the MCP conformance suite and TypeScript SDK at "+dir+" (or set CAPCTL_MCP_TOOLS)", "mcp-tools", err == nil)
+	return dir, node
 }
 
 // cachedBinary is the rule of the tests that run a binary a make target builds into the cache
