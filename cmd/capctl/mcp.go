@@ -77,7 +77,9 @@ func runMCP(ctx context.Context, o *MCPOptions) error {
 	o.wire(&e)
 	o.Source = opts
 	if o.HTTP != "" {
-		o.Listening = func(addr string) { fmt.Fprintf(o.IO.ErrOut, "capctl mcp: serving MCP at http://%s/ (read-only; Ctrl-C stops)\n", addr) }
+		o.Listening = func(addr string) {
+			fmt.Fprintf(o.IO.ErrOut, "capctl mcp: serving MCP at http://%s/ (read-only; Ctrl-C stops)\n", addr)
+		}
 	}
 	_, err = mcpserver.Run(ctx, e, o.Request)
 	return err
