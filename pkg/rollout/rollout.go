@@ -155,7 +155,7 @@ type Target struct {
 	Patch      string `json:"patch"`
 	// Via names the field a restart sets when a Cluster's topology manages the target: the
 	// Cluster's, which the topology controller copies onto the target (Patch is then the target's
-	// operations of the Cluster's JSON patch, which also tests the Cluster's resourceVersion).
+	// operations of the Cluster's JSON patch, which test what the restart's decision read).
 	Via      string    `json:"via,omitempty"`
 	Machines []Machine `json:"machines,omitempty"`
 
@@ -270,7 +270,7 @@ func patchesOf(targets []Target) ([]onePatch, error) {
 		out[at[t.through]].refs = append(out[at[t.through]].refs, t.Ref)
 	}
 	for cl, i := range at {
-		body, err := clusterPatch(cl, byCluster[cl])
+		body, err := clusterPatch(byCluster[cl])
 		if err != nil {
 			return nil, err
 		}

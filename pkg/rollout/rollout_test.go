@@ -384,28 +384,56 @@ func testRestartThroughTopology(t *testing.T, f fixture, now time.Time) {
 		t.Fatal("a refused restart changed the Cluster")
 	}
 
-	// A Cluster changed between the read and the patch is not patched: the patch tests the
-	// resourceVersion read.
+	// A Cluster whose topology changed between the read and the patch is not patched: the patch
+	// tests the rollout the decision read. A change elsewhere (a label, the status the
+	// controllers write all the time) does not stop it.
 	targets := []*Target{{Kind: "KubeadmControlPlane", Ref: "kubeadmcontrolplane/topo-1-cp-5rtw2", obj: f.getIn(t, "team-b", "KubeadmControlPlane", "topo-1-cp-5rtw2")}}
 	cl = cluster("topo-1")
 	if err := restartThroughTopology(targets[0], cl, later.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	stale := cl.DeepCopy()
-	cl.SetLabels(map[string]string{"changed": "meanwhile"})
+	future := later.Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	if err := unstructured.SetNestedField(cl.Object, future, topologyRolloutPath...); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.env.Client.Update(f.ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	body, err := clusterPatch(stale, targets)
+	body, err := clusterPatch(targets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = f.env.Client.Patch(f.ctx, stale, client.RawPatch("application/json-patch+json", body))
 	if err == nil {
-		t.Fatal("a patch of the Cluster as it was before another write was applied")
+		t.Fatal("a patch over a rollout.after set meanwhile was applied")
 	}
-	if got, _, _ := unstructured.NestedString(cluster("topo-1").Object, topologyRolloutPath...); got != "2026-12-01T09:30:00Z" {
-		t.Fatalf("controlPlane rollout.after = %q after a refused patch", got)
+	if got, _, _ := unstructured.NestedString(cluster("topo-1").Object, topologyRolloutPath...); got != future {
+		t.Fatalf("controlPlane rollout.after = %q after a refused patch, want the one set meanwhile %q", got, future)
+	}
+	if err := unstructured.SetNestedField(cl.Object, "2026-12-01T09:30:00Z", topologyRolloutPath...); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.env.Client.Update(f.ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl = cluster("topo-1")
+	if err := restartThroughTopology(targets[0], cl, later.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	read := cl.DeepCopy()
+	cl.SetLabels(map[string]string{"changed": "meanwhile"})
+	if err := f.env.Client.Update(f.ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	if body, err = clusterPatch(targets); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.env.Client.Patch(f.ctx, read, client.RawPatch("application/json-patch+json", body)); err != nil {
+		t.Fatalf("a label changed meanwhile stopped the restart: %v", err)
+	}
+	if got, _, _ := unstructured.NestedString(cluster("topo-1").Object, topologyRolloutPath...); got != later.Add(time.Hour).UTC().Format(time.RFC3339) {
+		t.Fatalf("controlPlane rollout.after = %q after a label changed meanwhile", got)
 	}
 
 	// Least privilege: patching the Cluster is what it takes, not patching the objects.

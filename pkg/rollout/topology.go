@@ -124,7 +124,10 @@ func restartThroughTopology(t *Target, cl *unstructured.Unstructured, now time.T
 		}
 	}
 	if hasRollout {
-		ops = append(ops, jsonOp{Op: "add", Path: base + "/rollout/after", Value: stamp})
+		// The decision above read this rollout; the test makes the patch fail if someone changed
+		// it since (a rollout.after set to the future meanwhile is not overwritten).
+		ops = append(ops, jsonOp{Op: "test", Path: base + "/rollout", Value: rollout},
+			jsonOp{Op: "add", Path: base + "/rollout/after", Value: stamp})
 	} else {
 		ops = append(ops, jsonOp{Op: "add", Path: base + "/rollout", Value: map[string]any{"after": stamp}})
 	}
@@ -140,10 +143,14 @@ func restartThroughTopology(t *Target, cl *unstructured.Unstructured, now time.T
 	return nil
 }
 
-// clusterPatch is one Cluster's JSON patch for all of its targets, applied only to the Cluster
-// as it was read (resourceVersion tested), so a Cluster changed meanwhile is left untouched.
-func clusterPatch(cl *unstructured.Unstructured, targets []*Target) ([]byte, error) {
-	ops := []jsonOp{{Op: "test", Path: "/metadata/resourceVersion", Value: cl.GetResourceVersion()}}
+// clusterPatch is one Cluster's JSON patch for all of its targets. Each target's operations test
+// what its decision read (the MachineDeployment topology's name at its index, the rollout it
+// found), so a Cluster whose topology changed meanwhile is left untouched. It does not test the
+// resourceVersion: the controllers update a Cluster's status all the time, and a restart of a
+// busy cluster would then fail more often than not (a live run failed so right after a worker
+// rollout).
+func clusterPatch(targets []*Target) ([]byte, error) {
+	var ops []jsonOp
 	for _, t := range targets {
 		ops = append(ops, t.ops...)
 	}

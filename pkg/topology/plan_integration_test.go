@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/testing/classfixture"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/topologytest"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
-	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/topology"
 )
 
@@ -38,21 +38,8 @@ func planEnvN(tb testing.TB, n int) (*testenv.Env, string) {
 	crds := testenv.ComponentCRDs(tb, "v1.14.0", "cluster-api", "bootstrap-kubeadm", "control-plane-kubeadm", "infrastructure-docker")
 	te := testenv.Start(tb, testenv.Options{CRDPaths: []string{crds}})
 	te.CreateNamespaces(tb, "fleet")
-	class, err := os.ReadFile(filepath.Join(testenv.FixturesDir(tb), "repository", "infrastructure-docker", "v1.14.0", "clusterclass-in-memory.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	objs, err := repository.ParseObjects("clusterclass-in-memory.yaml", class)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	classfixture.Create(tb, te.Client, "v1.14.0", "fleet", nil)
 	ctx := context.Background()
-	for i := range objs {
-		objs[i].SetNamespace("fleet")
-		if err := te.Client.Create(ctx, &objs[i]); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	for i := 1; i <= n; i++ {
 		if err := te.Client.Create(ctx, topologyCluster("fleet", fmt.Sprintf("c-%d", i), "v1.34.2")); err != nil {
 			tb.Fatal(err)
