@@ -24,7 +24,7 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 		Use:     "diagnose",
 		Short:   "Say why workload clusters are stuck, who is responsible, and what to run next",
 	}
-	cmd.AddCommand(newCmdDiagnoseCluster(f, nil), newCmdDiagnoseClusters(f, nil), newCmdDiagnoseV1Beta1(f, nil))
+	cmd.AddCommand(newCmdDiagnoseCluster(f, nil), newCmdDiagnoseClusters(f, nil), newCmdDiagnoseV1Beta1(f, nil), newCmdDiagnoseBundle(f, nil))
 	return cmd
 }
 

@@ -11,8 +11,9 @@ import (
 )
 
 // outputIsAFile are commands whose -o names a file, as the same clusterctl command's does
-// (`clusterctl convert -o FILE`): drop-in scripts rely on it.
-var outputIsAFile = map[string]bool{"capctl convert": true}
+// (`clusterctl convert -o FILE`): drop-in scripts rely on it; and `diagnose bundle -o FILE.tar.gz`,
+// whose only output is the bundle (as kubectl's and crust-gather's support dumps name theirs).
+var outputIsAFile = map[string]bool{"capctl convert": true, "capctl diagnose bundle": true}
 
 // Every -o flag speaks one vocabulary with the same default: text, json, yaml.
 func TestEveryOutputFlagHasOneVocabulary(t *testing.T) {

@@ -113,6 +113,11 @@ var flagCases = map[string]flagCase{
 			t.Errorf("request %+v", o.ClustersRequest)
 		}
 	}),
+	"capctl diagnose bundle": capture(newCmdDiagnoseBundle, []string{"-o", "s.tar.gz", "-A", "--max-size", "64Mi", "--log-lines", "-1"}, func(t *testing.T, o *DiagnoseBundleOptions) {
+		if o.Output != "s.tar.gz" || !o.AllNamespaces || o.MaxSize != 64<<20 || o.LogLines != -1 || o.Views == nil {
+			t.Errorf("request %+v", o.Request)
+		}
+	}),
 	"capctl diagnose v1beta1": capture(newCmdDiagnoseV1Beta1, []string{"-f", "classes/", "-f", "-", "--offline", "-o", "json"}, func(t *testing.T, o *DiagnoseV1Beta1Options) {
 		want := cutover.Request{Files: []string{"classes/", "-"}, Stdin: o.IO.In, Offline: true}
 		if !reflect.DeepEqual(o.Request, want) || o.Output != output.JSON {

@@ -201,6 +201,12 @@ incomplete).
 | ` + "`describe cluster`" + ` | list Machines, MachineDeployments, MachineSets, MachinePools or MachineHealthChecks (in the cluster's namespace) | the tree without that kind, the kind named under it | — |
 | ` + "`diagnose cluster`, `diagnose clusters`" + ` | list one of the cluster's own kinds (Machines, MachineDeployments, ...) | every rule on what could be read | every rule over that kind (` + "`every rule over machines.cluster.x-k8s.io`" + `); the cluster is then not healthy |
 | ` + "`diagnose cluster`, `diagnose clusters`" + ` | any of the above | every rule on the cluster's own objects, the management rules on what could be read | the rules that needed the kind (` + "`provider-controller-unavailable`, `provider-webhook-not-answering`, `provider-contract-incompatible`, `cert-manager-not-ready`" + `); the cluster is then not healthy: "not fully checked" |
+| ` + "`diagnose v1beta1`" + ` | list ClusterClasses | the storage and provider checks | ` + "`patch-selector`, `patch-path`" + ` (exit 3, the kind named) |
+| ` + "`diagnose v1beta1`" + ` | list CustomResourceDefinitions | the ClusterClass checks | ` + "`storage`, `provider`" + ` |
+| ` + "`diagnose v1beta1`" + ` | list the objects of a CRD that stores v1beta1 | the finding, "not counted" | the object count |
+| ` + "`diagnose v1beta1`" + ` | list the inventory | every other check | ` + "`provider`" + ` |
+| ` + "`diagnose bundle`" + ` | list a kind (a Cluster API kind, Secrets, Deployments, pods, events, the inventory) | every other file | that kind, named in manifest.json (exit 3) |
+| ` + "`diagnose bundle`" + ` | get pods/log | every other file | that container's log, named in manifest.json as left out |
 
 | ` + "`topology plan`" + ` | get a template, a cluster's object, or patch (dry run) one of them | every other cluster's plan | that cluster: ` + "`partial: not computed: ... forbidden`" + ` |
 | ` + "`topology plan`" + ` | list Clusters or ClusterClasses | — (the plan fails, naming the kind: which clusters a change reaches cannot be known) | — |

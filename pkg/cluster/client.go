@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -439,4 +440,10 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	t.onRequest(r.Method, r.URL.String(), status, time.Since(start), err)
 	return resp, err
+}
+
+// Kubernetes is a client-go clientset over the same configuration (rate limits, request
+// counting, read-only guard), for what controller-runtime's client does not do: pod logs.
+func (c *Client) Kubernetes() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.Config)
 }

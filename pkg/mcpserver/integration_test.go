@@ -60,17 +60,7 @@ func mgmt(t *testing.T) *testenv.Env {
 	}
 	classfixture.Create(t, te.Client, "v1.14.0", "fleet", nil)
 	for _, name := range []string{"c-1", "c-2"} {
-		c := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-			"metadata": map[string]any{"namespace": "fleet", "name": name},
-			"spec": map[string]any{"topology": map[string]any{
-				"classRef": map[string]any{"name": "in-memory"}, "version": "v1.34.2",
-				"controlPlane": map[string]any{"replicas": int64(1)},
-				"workers": map[string]any{"machineDeployments": []any{
-					map[string]any{"class": "default-worker", "name": "md-0", "replicas": int64(1)},
-				}},
-			}},
-		}}
+		c := classfixture.Cluster("fleet", name, "v1.34.2", 1)
 		if err := te.Client.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -49,19 +49,7 @@ func planEnvN(tb testing.TB, n int) (*testenv.Env, string) {
 }
 
 func topologyCluster(ns, name, version string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec": map[string]any{"topology": map[string]any{
-			"classRef":     map[string]any{"name": "in-memory"},
-			"version":      version,
-			"controlPlane": map[string]any{"replicas": int64(1)},
-			"workers": map[string]any{"machineDeployments": []any{
-				map[string]any{"class": "default-worker", "name": "md-0", "replicas": int64(1)},
-			}},
-		}},
-	}}
-	return u
+	return classfixture.Cluster(ns, name, version, 1)
 }
 
 func write(t testing.TB, dir, name, text string) string {

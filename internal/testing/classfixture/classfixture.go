@@ -59,3 +59,22 @@ func WriteInventory(tb testing.TB, c client.Client, version, ns string) {
 		}
 	}
 }
+
+// Cluster is a Cluster of the in-memory ClusterClass: one control plane machine and, with
+// workers > 0, one MachineDeployment topology md-0 of that many replicas.
+func Cluster(ns, name, version string, workers int64) *unstructured.Unstructured {
+	topology := map[string]any{
+		"classRef": map[string]any{"name": "in-memory"}, "version": version,
+		"controlPlane": map[string]any{"replicas": int64(1)},
+	}
+	if workers > 0 {
+		topology["workers"] = map[string]any{"machineDeployments": []any{
+			map[string]any{"class": "default-worker", "name": "md-0", "replicas": workers},
+		}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     map[string]any{"topology": topology},
+	}}
+}

@@ -1,0 +1,538 @@
+// Package bundle is `capctl diagnose bundle`: a redacted support bundle of a management cluster,
+// one tar.gz for whoever helps and cannot reach the cluster. It holds every Cluster API object
+// of the selection, the Cluster API CRDs (versions and storedVersions), the provider inventory,
+// the providers' Deployments, pods, recent events and controller logs (where pods/log is
+// allowed), the fleet's describe and diagnose views, and a manifest of what is in it and what
+// was left out and why.
+//
+// Secrets are never bundled with their data: a Secret appears as its name, type and key names;
+// kubeconfig and token Secrets not at all. The bundle is bounded (MaxSize, uncompressed): what
+// does not fit is left out and named in the manifest. It only reads, and is written 0600 in one
+// rename, so an interrupted run leaves no partial file.
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/version"
+	"github.com/capctl/capctl/pkg/authz"
+	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/contract"
+	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/inventory"
+)
+
+// Defaults of the request.
+const (
+	DefaultMaxSize  int64 = 256 << 20
+	DefaultLogLines int64 = 2000
+	// maxEvents bounds the events kept per namespace (the newest).
+	maxEvents = 500
+)
+
+// Request is `capctl diagnose bundle`.
+type Request struct {
+	// Output is the .tar.gz file to write (created 0600).
+	Output string
+	// Namespace selects the workload clusters' namespace (default: the kubeconfig context's);
+	// AllNamespaces selects every namespace.
+	Namespace     string
+	AllNamespaces bool
+	// MaxSize bounds the bundle's uncompressed size (default DefaultMaxSize).
+	MaxSize int64
+	// LogLines is how many of the newest lines of each controller container's log to keep
+	// (default DefaultLogLines; negative: no logs).
+	LogLines int64
+	// Views, when set, computes the fleet's describe and diagnose views for the bundle (JSON,
+	// as the commands print them); the command wires the two verbs in, so this package runs
+	// neither.
+	Views func(ctx context.Context, e env.Env, namespace string, all bool) (map[string]any, error)
+}
+
+// Validate checks the request before anything is read.
+func (r Request) Validate() error {
+	switch {
+	case r.Output == "":
+		return errors.New("-o/--output FILE.tar.gz is required: where to write the bundle")
+	case !strings.HasSuffix(r.Output, ".tar.gz") && !strings.HasSuffix(r.Output, ".tgz"):
+		return fmt.Errorf("-o %s: the bundle is a gzipped tar: name it FILE.tar.gz", r.Output)
+	case r.AllNamespaces && r.Namespace != "":
+		return errors.New("-n/--namespace and -A/--all-namespaces cannot be used together")
+	case r.MaxSize < 0:
+		return errors.New("--max-size must be positive")
+	}
+	return cluster.CheckNamespace(r.Namespace)
+}
+
+// Left is one thing the bundle does not hold, and why.
+type Left struct {
+	What string `json:"what"`
+	Why  string `json:"why"`
+}
+
+// File is one file of the bundle.
+type File struct {
+	Name  string `json:"name"`
+	Bytes int    `json:"bytes"`
+}
+
+// Manifest is manifest.json, the bundle's first file: what is in it and what was left out.
+type Manifest struct {
+	Kind              string    `json:"kind"`
+	Capctl            string    `json:"capctl"`
+	Created           time.Time `json:"created"`
+	ManagementCluster string    `json:"managementCluster"`
+	Server            string    `json:"server"`
+	Namespaces        []string  `json:"namespaces"`
+	AllNamespaces     bool      `json:"allNamespaces,omitempty"`
+	Files             []File    `json:"files"`
+	LeftOut           []Left    `json:"leftOut"`
+	// Unread are the kinds that could not be read (RBAC): the bundle is partial.
+	Unread []authz.Unreadable `json:"unread,omitempty"`
+}
+
+// Result is what Run wrote.
+type Result struct {
+	Path     string   `json:"path"`
+	Bytes    int64    `json:"bytes"`
+	Manifest Manifest `json:"manifest"`
+}
+
+// Partial tells whether some kind could not be read.
+func (r *Result) Partial() bool { return len(r.Manifest.Unread) > 0 }
+
+// ExitCode is 3 when the bundle misses a kind it could not read, else 0.
+func (r *Result) ExitCode() int {
+	if r.Partial() {
+		return 3
+	}
+	return 0
+}
+
+// RenderText says where the bundle is and what it left out.
+func (r *Result) RenderText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Wrote %s (%d bytes, %d files, mode 0600).\n", r.Path, r.Bytes, len(r.Manifest.Files))
+	if len(r.Manifest.LeftOut) > 0 {
+		fmt.Fprintf(&b, "Left out (%d, listed in manifest.json):\n", len(r.Manifest.LeftOut))
+		for _, l := range r.Manifest.LeftOut {
+			fmt.Fprintf(&b, "  - %s: %s\n", l.What, l.Why)
+		}
+	}
+	for _, u := range r.Manifest.Unread {
+		fmt.Fprintf(&b, "Not read: %s\n", u.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Run reads the management cluster and writes the bundle.
+func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := e.Single()
+	if err != nil {
+		return nil, err
+	}
+	if req.MaxSize == 0 {
+		req.MaxSize = DefaultMaxSize
+	}
+	if req.LogLines == 0 {
+		req.LogLines = DefaultLogLines
+	}
+	b := &builder{c: c, req: req, e: e, max: req.MaxSize, files: map[string][]byte{}}
+	b.m = Manifest{Kind: "capctl.io/v1alpha1 SupportBundle", Capctl: version.Get().GitVersion, Created: e.Clock().UTC(),
+		ManagementCluster: c.ContextName, Server: c.Config.Host, AllNamespaces: req.AllNamespaces, LeftOut: []Left{}}
+	if !req.AllNamespaces {
+		b.m.Namespaces = []string{c.NamespaceOr(req.Namespace)}
+	}
+	if err := b.collect(ctx); err != nil {
+		return nil, err
+	}
+	data, err := b.archive()
+	if err != nil {
+		return nil, err
+	}
+	if err := output.WritePrivateFile(req.Output, data); err != nil {
+		return nil, err
+	}
+	return &Result{Path: req.Output, Bytes: int64(len(data)), Manifest: b.m}, nil
+}
+
+// builder collects one bundle's files.
+type builder struct {
+	c     *cluster.Client
+	e     env.Env
+	req   Request
+	reads authz.Reads
+	m     Manifest
+	files map[string][]byte
+	order []string
+	size  int64
+	max   int64
+}
+
+// add puts one file in the bundle, or leaves it out (named) when the size bound is reached.
+func (b *builder) add(name string, v any) {
+	data, ok := v.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.MarshalIndent(v, "", "  "); err != nil {
+			b.leave(name, "cannot be written as JSON: "+err.Error())
+			return
+		}
+	}
+	if b.size+int64(len(data)) > b.max {
+		b.leave(name, fmt.Sprintf("%d bytes would pass --max-size %d", len(data), b.max))
+		return
+	}
+	b.size += int64(len(data))
+	b.files[name] = data
+	b.order = append(b.order, name)
+	b.m.Files = append(b.m.Files, File{Name: name, Bytes: len(data)})
+}
+
+func (b *builder) leave(what, why string) {
+	b.m.LeftOut = append(b.m.LeftOut, Left{What: what, Why: why})
+}
+
+// inSelection tells whether a namespaced object of namespace ns is in the bundle's selection.
+func (b *builder) inSelection(ns string) bool {
+	return b.req.AllNamespaces || ns == "" || len(b.m.Namespaces) > 0 && ns == b.m.Namespaces[0]
+}
+
+func (b *builder) collect(ctx context.Context) error {
+	b.e.Step("Reading the Cluster API CRDs")
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	ok, err := b.reads.List(ctx, b.c.Client, crds)
+	if err != nil {
+		return err
+	}
+	var capi []apiextensionsv1.CustomResourceDefinition
+	if ok {
+		for _, crd := range crds.Items {
+			if contract.IsClusterAPIGroup(crd.Spec.Group) || crd.Spec.Group == inventory.GVK.Group {
+				capi = append(capi, crd)
+			}
+		}
+		sort.Slice(capi, func(i, j int) bool { return capi[i].Name < capi[j].Name })
+		b.add("crds.json", crdSummaries(capi))
+	}
+	if v, err := b.c.Discovery.ServerVersion(); err == nil {
+		b.add("versions.json", map[string]any{"capctl": version.Get(), "kubernetes": v})
+	}
+	b.e.Step("Reading the Cluster API objects")
+	for i := range capi {
+		if err := b.objects(ctx, &capi[i]); err != nil {
+			return err
+		}
+	}
+	b.e.Step("Reading the providers' Deployments, pods and events")
+	if err := b.providers(ctx); err != nil {
+		return err
+	}
+	if err := b.secrets(ctx); err != nil {
+		return err
+	}
+	for _, ns := range b.m.Namespaces {
+		if err := b.events(ctx, ns); err != nil {
+			return err
+		}
+	}
+	if b.req.Views != nil {
+		b.e.Step("Computing the describe and diagnose views")
+		views, err := b.req.Views(ctx, b.e, b.req.Namespace, b.req.AllNamespaces)
+		if err != nil {
+			b.leave("describe.json, diagnose.json", "the views could not be computed: "+err.Error())
+		}
+		names := make([]string, 0, len(views))
+		for n := range views {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			b.add(n, views[n])
+		}
+	}
+	b.m.Unread = b.reads.Unread()
+	for _, u := range b.m.Unread {
+		b.leave(u.Resource, "cannot "+u.Verb+": "+u.Reason)
+	}
+	return nil
+}
+
+// crdSummary is what the bundle keeps of a CRD: enough to know which versions exist and which
+// are stored, without the schemas.
+type crdSummary struct {
+	Name           string            `json:"name"`
+	Group          string            `json:"group"`
+	Kind           string            `json:"kind"`
+	Scope          string            `json:"scope"`
+	Versions       []crdVersion      `json:"versions"`
+	StoredVersions []string          `json:"storedVersions"`
+	Labels         map[string]string `json:"labels,omitempty"`
+}
+
+type crdVersion struct {
+	Name    string `json:"name"`
+	Served  bool   `json:"served"`
+	Storage bool   `json:"storage"`
+}
+
+func crdSummaries(crds []apiextensionsv1.CustomResourceDefinition) []crdSummary {
+	out := make([]crdSummary, 0, len(crds))
+	for _, crd := range crds {
+		s := crdSummary{Name: crd.Name, Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind, Scope: string(crd.Spec.Scope),
+			StoredVersions: crd.Status.StoredVersions, Labels: crd.Labels}
+		for _, v := range crd.Spec.Versions {
+			s.Versions = append(s.Versions, crdVersion{Name: v.Name, Served: v.Served, Storage: v.Storage})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// objects bundles every object of one CRD in the selection, at its storage version, without
+// managedFields, as objects/<plural>.<group>.json.
+func (b *builder) objects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	v := contract.StorageVersion(crd)
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v, Kind: crd.Spec.Names.ListKind})
+	var opts []client.ListOption
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped && !b.req.AllNamespaces {
+		opts = append(opts, client.InNamespace(b.m.Namespaces[0]))
+	}
+	ok, err := b.reads.List(ctx, b.c.Client, list, opts...)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", crd.Name, err)
+	}
+	if !ok || len(list.Items) == 0 {
+		return nil
+	}
+	items := make([]map[string]any, 0, len(list.Items))
+	for i := range list.Items {
+		u := &list.Items[i]
+		u.SetManagedFields(nil)
+		items = append(items, u.Object)
+	}
+	b.add(path.Join("objects", crd.Spec.Names.Plural+"."+crd.Spec.Group+".json"), map[string]any{
+		"apiVersion": crd.Spec.Group + "/" + v, "kind": crd.Spec.Names.ListKind, "items": items})
+	return nil
+}
+
+// providers bundles the inventory and, per provider namespace, its Deployments, pods, events and
+// the controllers' logs.
+func (b *builder) providers(ctx context.Context) error {
+	items, err := inventory.List(ctx, b.c.Client)
+	switch {
+	case errors.Is(err, inventory.ErrNoInventory):
+		b.leave("inventory.json", "no provider inventory on this cluster")
+		return nil
+	case authz.Tolerable(err):
+		b.reads.Add(authz.NewUnreadable(inventory.CRDName, "", "list", err))
+		return nil
+	case err != nil:
+		return err
+	}
+	b.add("inventory.json", items)
+	seen := map[string]bool{}
+	for _, it := range items {
+		if seen[it.Namespace] {
+			continue
+		}
+		seen[it.Namespace] = true
+		if err := b.providerNamespace(ctx, it.Namespace); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) providerNamespace(ctx context.Context, ns string) error {
+	deps := &unstructured.UnstructuredList{}
+	deps.SetAPIVersion("apps/v1")
+	deps.SetKind("DeploymentList")
+	if ok, err := b.reads.List(ctx, b.c.Client, deps, client.InNamespace(ns)); err != nil {
+		return err
+	} else if ok {
+		for i := range deps.Items {
+			deps.Items[i].SetManagedFields(nil)
+		}
+		b.add(path.Join("providers", ns, "deployments.json"), deps.Items)
+	}
+	pods := &corev1.PodList{}
+	ok, err := b.reads.List(ctx, b.c.Client, pods, client.InNamespace(ns))
+	if err != nil {
+		return err
+	}
+	if ok {
+		for i := range pods.Items {
+			pods.Items[i].ManagedFields = nil
+		}
+		b.add(path.Join("providers", ns, "pods.json"), pods.Items)
+		b.logs(ctx, pods.Items)
+	}
+	return b.events(ctx, ns)
+}
+
+// events bundles a namespace's newest events.
+func (b *builder) events(ctx context.Context, ns string) error {
+	evs := &corev1.EventList{}
+	ok, err := b.reads.List(ctx, b.c.Client, evs, client.InNamespace(ns))
+	if err != nil || !ok {
+		return err
+	}
+	sort.Slice(evs.Items, func(i, j int) bool { return eventTime(&evs.Items[i]).After(eventTime(&evs.Items[j])) })
+	if len(evs.Items) > maxEvents {
+		b.leave(path.Join("events", ns+".json"), fmt.Sprintf("only the newest %d of %d events kept", maxEvents, len(evs.Items)))
+		evs.Items = evs.Items[:maxEvents]
+	}
+	for i := range evs.Items {
+		evs.Items[i].ManagedFields = nil
+	}
+	b.add(path.Join("events", ns+".json"), evs.Items)
+	return nil
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return e.CreationTimestamp.Time
+}
+
+// logs bundles the newest lines of each container of the pods, where the API server serves them.
+func (b *builder) logs(ctx context.Context, pods []corev1.Pod) {
+	if b.req.LogLines < 0 {
+		return
+	}
+	cs, err := b.c.Kubernetes()
+	if err != nil {
+		b.leave("logs", "no client for pod logs: "+err.Error())
+		return
+	}
+	for _, p := range pods {
+		for _, ct := range p.Spec.Containers {
+			name := path.Join("logs", p.Namespace, p.Name, ct.Name+".log")
+			if p.Spec.NodeName == "" {
+				// The API server answers an empty log for a pod no node runs.
+				b.leave(name, "the pod is not scheduled on a node: it has no log")
+				continue
+			}
+			lines := b.req.LogLines
+			data, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ct.Name, TailLines: &lines, LimitBytes: &b.max}).Do(ctx).Raw()
+			switch {
+			case apierrors.IsForbidden(err):
+				b.leave(name, "pods/log: forbidden (get on pods/log in "+p.Namespace+" would include it)")
+				continue
+			case err != nil:
+				b.leave(name, "pods/log: not served: "+shorten(err.Error()))
+				continue
+			}
+			b.add(name, data)
+		}
+	}
+}
+
+// secrets lists the selection's Secrets as name, type and key names only; kubeconfig and token
+// Secrets are left out altogether.
+func (b *builder) secrets(ctx context.Context) error {
+	list := &corev1.SecretList{}
+	var opts []client.ListOption
+	if !b.req.AllNamespaces {
+		opts = append(opts, client.InNamespace(b.m.Namespaces[0]))
+	}
+	ok, err := b.reads.List(ctx, b.c.Client, list, opts...)
+	if err != nil || !ok {
+		return err
+	}
+	type secret struct {
+		Namespace string   `json:"namespace"`
+		Name      string   `json:"name"`
+		Type      string   `json:"type"`
+		Keys      []string `json:"keys"`
+	}
+	out := []secret{}
+	skipped := 0
+	for _, s := range list.Items {
+		if s.Type == corev1.SecretTypeServiceAccountToken || strings.HasSuffix(s.Name, "-kubeconfig") || strings.HasSuffix(s.Name, "-user-kubeconfig") {
+			skipped++
+			continue
+		}
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out = append(out, secret{Namespace: s.Namespace, Name: s.Name, Type: string(s.Type), Keys: keys})
+	}
+	b.add("secrets.json", out)
+	b.leave("Secret data", "never bundled: Secrets appear in secrets.json as name, type and key names")
+	if skipped > 0 {
+		b.leave(fmt.Sprintf("%d kubeconfig and token Secrets", skipped), "never bundled, not even by name")
+	}
+	return nil
+}
+
+func shorten(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// archive writes the manifest and the files into a gzipped tar, in a stable order.
+func (b *builder) archive() ([]byte, error) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	manifest, err := json.MarshalIndent(b.m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	write := func(name string, data []byte) error {
+		hdr := &tar.Header{Name: name, Mode: 0o600, Size: int64(len(data)), ModTime: b.m.Created, Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := write("manifest.json", manifest); err != nil {
+		return nil, err
+	}
+	for _, name := range b.order {
+		if err := write(name, b.files[name]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
