@@ -10,12 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/internal/testing/diagnosetest"
 	"github.com/capctl/capctl/internal/testing/testenv"
-	"github.com/capctl/capctl/pkg/cluster"
 )
 
 // BenchmarkBundleFleet runs `capctl diagnose bundle -A` (the built binary, as a user runs it)
@@ -33,20 +29,7 @@ func BenchmarkBundleFleet(b *testing.B) {
 	testenv.FixturesDir(b)
 	ctx := context.Background()
 	mgmt := testenv.Start(b, testenv.Options{})
-	diagnosetest.Management(ctx, b, mgmt)
-	const perNamespace = 20
-	mgmt.CreateNamespaces(b, describetest.FleetNamespaces(n, perNamespace)...)
-	seed, err := cluster.New(cluster.Options{Kubeconfig: mgmt.Kubeconfig, QPS: 1e6, Burst: 1e6})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, s := range describetest.Fleet(n, perNamespace) {
-		objs = append(objs, s.Objects...)
-	}
-	start := time.Now()
-	describetest.ApplyConcurrently(ctx, b, seed, objs, 64)
-	fmt.Fprintf(os.Stderr, "seeded %d clusters (%d objects) in %s, load %s\n", n, len(objs), time.Since(start).Round(time.Second), testenv.LoadAverage())
+	diagnosetest.SeedFleet(ctx, b, mgmt, n, 20, nil)
 
 	bin := testenv.BuildCapctl(b)
 	home := b.TempDir()

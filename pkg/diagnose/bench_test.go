@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/capctl/capctl/internal/testing/describetest"
 	"github.com/capctl/capctl/internal/testing/diagnosetest"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -50,29 +49,17 @@ func BenchmarkDiagnoseClustersFleet(b *testing.B) {
 	testenv.FixturesDir(b)
 	ctx := context.Background()
 	mgmt, wl := testenv.StartPair(b, testenv.Options{})
-	diagnosetest.Management(ctx, b, mgmt)
 	wlKubeconfig, err := os.ReadFile(wl.Kubeconfig)
 	if err != nil {
 		b.Fatal(err)
 	}
-	const perNamespace = 20
-	mgmt.CreateNamespaces(b, describetest.FleetNamespaces(n, perNamespace)...)
-	seed, err := cluster.New(cluster.Options{Kubeconfig: mgmt.Kubeconfig, QPS: 1e6, Burst: 1e6})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var objs []*unstructured.Unstructured
 	needing := 0
-	for i, s := range describetest.Fleet(n, perNamespace) {
+	diagnosetest.SeedFleet(ctx, b, mgmt, n, 20, func(i int, objs []*unstructured.Unstructured) {
 		if i%benchNodeNotReadyEvery == benchNodeNotReadyEvery/2 {
-			nodeNotReady(b, s.Objects, wlKubeconfig)
+			nodeNotReady(b, objs, wlKubeconfig)
 			needing++
 		}
-		objs = append(objs, s.Objects...)
-	}
-	start := time.Now()
-	describetest.ApplyConcurrently(ctx, b, seed, objs, 64)
-	fmt.Fprintf(os.Stderr, "seeded %d clusters (%d objects) in %s, load %s\n", n, len(objs), time.Since(start).Round(time.Second), testenv.LoadAverage())
+	})
 
 	bin := testenv.BuildCapctl(b)
 	home := b.TempDir()
