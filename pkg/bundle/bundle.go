@@ -477,7 +477,7 @@ func (b *builder) secrets(ctx context.Context) error {
 	out := []secret{}
 	skipped := 0
 	for _, s := range list.Items {
-		if s.Type == corev1.SecretTypeServiceAccountToken || strings.HasSuffix(s.Name, "-kubeconfig") || strings.HasSuffix(s.Name, "-user-kubeconfig") {
+		if s.Type == corev1.SecretTypeServiceAccountToken || s.Type == corev1.SecretTypeBootstrapToken || strings.HasSuffix(s.Name, "-kubeconfig") {
 			skipped++
 			continue
 		}

@@ -96,12 +96,9 @@ func read(t testing.TB, path string) ([]string, map[string][]byte, []byte) {
 	return names, files, all.Bytes()
 }
 
-// TestBundle: what a bundle of a namespace holds, that no Secret value of the cluster is in it,
+// bundleHolds: what a bundle of a namespace holds, that no Secret value of the cluster is in it,
 // that its manifest names what was left out and why, and that it is 0600.
-func TestBundle(t *testing.T) {
-	testenv.Integration(t)
-	t.Parallel()
-	te := mgmt(t)
+func bundleHolds(t *testing.T, te *testenv.Env) {
 	out := filepath.Join(t.TempDir(), "support.tar.gz")
 	before := testenv.Snapshot(t, te.Client)
 	res, err := bundle.Run(context.Background(), env.One(te.Client), bundle.Request{Output: out, Namespace: "fleet"})
@@ -182,12 +179,9 @@ func TestBundle(t *testing.T) {
 	}
 }
 
-// TestBundleBounds: --max-size leaves out what would pass it, named; a user who may not list
+// bundleBounds: --max-size leaves out what would pass it, named; a user who may not list
 // Secrets gets a partial bundle (exit 3) naming them.
-func TestBundleBounds(t *testing.T) {
-	testenv.Integration(t)
-	t.Parallel()
-	te := mgmt(t)
+func bundleBounds(t *testing.T, te *testenv.Env) {
 	dir := t.TempDir()
 	res, err := bundle.Run(context.Background(), env.One(te.Client), bundle.Request{Output: filepath.Join(dir, "small.tar.gz"), Namespace: "fleet", MaxSize: 4096})
 	if err != nil {
@@ -227,4 +221,14 @@ func TestBundleBounds(t *testing.T) {
 	if !strings.Contains(logLeft, "pods/log") || !strings.Contains(logLeft, "forbidden") {
 		t.Errorf("without get on pods/log the log is not named as left out, forbidden: %q", logLeft)
 	}
+}
+
+// TestBundle is the bundle's checks on one test API server: what a bundle holds (first, on the
+// untouched server), then its bounds.
+func TestBundle(t *testing.T) {
+	testenv.Integration(t)
+	t.Parallel()
+	te := mgmt(t)
+	t.Run("holds", func(t *testing.T) { bundleHolds(t, te) })
+	t.Run("bounds", func(t *testing.T) { bundleBounds(t, te) })
 }

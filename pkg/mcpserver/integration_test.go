@@ -105,7 +105,7 @@ func toolArgs(t *testing.T, te *testenv.Env, targetKubeconfig string) map[string
 	}
 }
 
-// TestEveryToolReadsOnly runs `capctl mcp` over stdio as a cluster admin, lists its tools (each
+// everyToolReadsOnly runs `capctl mcp` over stdio as a cluster admin, lists its tools (each
 // read-only, with an object input schema), calls every one, and finds in the API server's audit
 // log no request of that identity that could have changed anything.
 // session is what the MCP tests share: the management cluster, a second one (a replacement's
@@ -156,9 +156,7 @@ func (s *session) checkNoWrites(t *testing.T) {
 	t.Logf("%d requests of %s audited, none a write", n, sessionUser)
 }
 
-func TestEveryToolReadsOnly(t *testing.T) {
-	t.Parallel()
-	s := newSession(t)
+func everyToolReadsOnly(t *testing.T, s *session) {
 	te := s.te
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -258,13 +256,11 @@ var conformanceScenarios = []string{"server-initialize", "ping", "tools-list", "
 // passed is the suite's verdict line: every check passed, none failed, no warning.
 var passed = regexp.MustCompile(`Passed: (\d+)/(\d+), 0 failed, 0 warnings`)
 
-// TestExternalClientAndConformance: the official TypeScript SDK's client lists and calls every
+// externalClientAndConformance: the official TypeScript SDK's client lists and calls every
 // tool of `capctl mcp` over stdio, and the official conformance suite passes its scenarios for a
 // tools-only server against `capctl mcp --http`; neither session writes anything.
-func TestExternalClientAndConformance(t *testing.T) {
+func externalClientAndConformance(t *testing.T, s *session) {
 	tools, node := testenv.MCPTools(t)
-	t.Parallel()
-	s := newSession(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -343,5 +339,17 @@ func TestExternalClientAndConformance(t *testing.T) {
 		}
 		t.Logf("conformance %s:\n%s", scenario, res)
 	}
+	s.checkNoWrites(t)
+}
+
+// TestMCPServer is the MCP server's checks on one pair of test API servers and one build of
+// capctl (each costs seconds of a 2-core machine's time): every tool read-only over stdio with
+// Go's client, then the TypeScript client and the conformance suite (skipped without Node), and
+// in the end the audit log: no write of the session identity.
+func TestMCPServer(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	t.Run("every tool reads only", func(t *testing.T) { everyToolReadsOnly(t, s) })
+	t.Run("external client and conformance", func(t *testing.T) { externalClientAndConformance(t, s) })
 	s.checkNoWrites(t)
 }
