@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -80,7 +79,7 @@ func fleetViews(ctx context.Context, e env.Env, namespace string, all bool) (map
 	}
 	views["describe.json"] = sum
 	diag, err := diagnose.RunClusters(ctx, e, diagnose.ClustersRequest{AllNamespaces: all, Concurrency: diagnose.DefaultConcurrency,
-		ClusterRequest: diagnose.ClusterRequest{Namespace: namespace, StuckAfter: diagnose.DefaultStuckAfter, Workload: true, WorkloadTimeout: diagnose.DefaultWorkloadTimeout, Now: time.Now}})
+		ClusterRequest: diagnose.DefaultClusterRequest(namespace, "")})
 	if err != nil {
 		return views, err
 	}

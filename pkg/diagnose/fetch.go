@@ -24,6 +24,13 @@ type ClusterRequest struct {
 	Now func() time.Time
 }
 
+// DefaultClusterRequest is the request with the commands' defaults (the flags' defaults of
+// `diagnose cluster`): the front ends and views that diagnose without flags start from it.
+func DefaultClusterRequest(namespace, name string) ClusterRequest {
+	return ClusterRequest{Namespace: namespace, Name: name, StuckAfter: DefaultStuckAfter,
+		Workload: true, WorkloadTimeout: DefaultWorkloadTimeout, Now: time.Now}
+}
+
 func (o ClusterRequest) now() time.Time {
 	if o.Now != nil {
 		return o.Now()

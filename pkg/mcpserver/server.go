@@ -219,7 +219,7 @@ func (t tools) register(s *mcp.Server) {
 		})
 	add(s, "diagnose_cluster", "Diagnose a cluster", "Why one workload cluster is stuck: findings with the responsible provider and the next commands (capctl diagnose cluster NAME -o json).",
 		func(ctx context.Context, a ClusterArgs) (any, error) {
-			req := diagnoseRequest(a.Namespace, a.Name)
+			req := diagnose.DefaultClusterRequest(a.Namespace, a.Name)
 			if err := req.Validate(); err != nil {
 				return nil, err
 			}
@@ -227,7 +227,7 @@ func (t tools) register(s *mcp.Server) {
 		})
 	add(s, "diagnose_clusters", "Diagnose the fleet", "Every workload cluster's diagnosis, problems first (capctl diagnose clusters -o json).",
 		func(ctx context.Context, a ClustersArgs) (any, error) {
-			req := diagnose.ClustersRequest{ClusterRequest: diagnoseRequest(a.Namespace, ""), AllNamespaces: a.AllNamespaces, Concurrency: diagnose.DefaultConcurrency}
+			req := diagnose.ClustersRequest{ClusterRequest: diagnose.DefaultClusterRequest(a.Namespace, ""), AllNamespaces: a.AllNamespaces, Concurrency: diagnose.DefaultConcurrency}
 			return diagnose.RunClusters(ctx, t.e, req)
 		})
 	add(s, "get_providers", "Providers", "The installed providers with their contract, controller, webhook and cert-manager state (capctl get providers -o json).",
@@ -279,10 +279,4 @@ func (t tools) register(s *mcp.Server) {
 			}
 			return cutover.Run(ctx, t.e, req)
 		})
-}
-
-// diagnoseRequest is diagnose's request with the command's defaults.
-func diagnoseRequest(namespace, name string) diagnose.ClusterRequest {
-	return diagnose.ClusterRequest{Namespace: namespace, Name: name, StuckAfter: diagnose.DefaultStuckAfter,
-		Workload: true, WorkloadTimeout: diagnose.DefaultWorkloadTimeout, Now: time.Now}
 }
