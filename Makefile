@@ -10,6 +10,11 @@ VERSION_PKG  := github.com/capctl/capctl/internal/version
 LDFLAGS      := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
                 -X $(VERSION_PKG).gitTreeState=$(TREE_STATE) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
+# -trimpath for every go command make runs (and the builds the tests start): without it the build
+# cache keys each of capctl's own packages by the checkout's folder, so a clean clone anywhere else
+# (CI's) compiles all of them again, about 4 CPU-minutes before the first test can start.
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
 # Where hack/envtest-bins.sh puts kube-apiserver, etcd, kubectl and kube-controller-manager (shared by every clone).
 K8S_VERSION        ?= v1.37.2
 CAPCTL_ENVTEST_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/capctl/envtest/$(K8S_VERSION)

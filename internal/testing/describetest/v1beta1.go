@@ -2,16 +2,16 @@ package describetest
 
 import (
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/capctl/capctl/internal/testing/testenv"
 )
 
 // V1Beta1CRDs is the file of small CRDs serving Cluster API kinds at v1beta1 only.
 func V1Beta1CRDs() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "testdata", "v1beta1-crds.yaml")
+	return filepath.Join(testenv.RepoRoot(), "internal", "testing", "describetest", "testdata", "v1beta1-crds.yaml")
 }
 
 const (

@@ -54,10 +54,26 @@ type Options struct {
 	Audit bool
 }
 
-// RepoRoot is the root of the capctl checkout (found from this source file's location).
+// RepoRoot is the root of the capctl checkout: found from this source file's location, or, in a
+// -trimpath build (make sets it, so that a clone in any folder reuses the build cache), where the
+// compiled-in file names are import paths, from the working folder up to the module's go.mod. A
+// test runs in its package's folder; a program such as hack/livemgmt runs from the checkout.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/capctl/capctl\n")) {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return wd
+		}
+	}
 }
 
 // AssetsDir is the folder with kube-apiserver, etcd and kubectl: $KUBEBUILDER_ASSETS, else the
