@@ -40,7 +40,8 @@ type describeClusterOptions struct {
 	Watch         bool
 	WatchInterval time.Duration
 	// Now is the clock of SINCE (tests fix it for stable output).
-	Now func() time.Time
+	Now        func() time.Time
+	FromBundle fromBundle
 
 	flags *pflag.FlagSet
 	color bool
@@ -89,6 +90,7 @@ view is partial and the exit code is 3 (0 otherwise).`),
 	addFormatFlag(cmd, &o.Output, "json and yaml print the tree as data")
 	fl.BoolVarP(&o.Watch, "watch", "w", false, "Redraw whenever the tree changes, until interrupted (ctrl-c)")
 	positiveDurationVar(fl, &o.WatchInterval, "watch-interval", describe.DefaultWatchInterval, "How often --watch reads the cluster")
+	addFromBundleFlag(cmd, &o.FromBundle)
 	return cmd
 }
 
@@ -102,7 +104,7 @@ func (o *describeClusterOptions) complete(args []string) error {
 	if err := o.Describe.Validate(); err != nil {
 		return usageError{err}
 	}
-	return nil
+	return o.FromBundle.check(o.flags, "watch", "watch-interval")
 }
 
 // runDescribeCluster reads the cluster's snapshot, builds its tree and prints it, once or on
@@ -111,7 +113,7 @@ func runDescribeCluster(ctx context.Context, o *describeClusterOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	e, err := o.env(ctx, multicluster.Selection{})
+	e, err := o.FromBundle.env(ctx, o.deps, multicluster.Selection{}, &o.Now)
 	if err != nil {
 		return err
 	}
@@ -154,7 +156,8 @@ type describeClustersOptions struct {
 	Now           func() time.Time
 	// Contexts are the management clusters of --contexts/--all-contexts (none: the one of
 	// --kubeconfig/--kubeconfig-context).
-	Contexts multicluster.Selection
+	Contexts   multicluster.Selection
+	FromBundle fromBundle
 
 	flags *pflag.FlagSet
 	color bool
@@ -178,6 +181,7 @@ func newCmdDescribeClusters(f *factory, runF func(*describeClustersOptions) erro
 	addFormatFlag(cmd, &o.Output, "json and yaml print the rows as data")
 	cmd.Flags().BoolVarP(&o.color, "color", "c", false, "Colour the output (default: on when stdout is a terminal and NO_COLOR is unset)")
 	addContextsFlags(cmd, &o.Contexts)
+	addFromBundleFlag(cmd, &o.FromBundle)
 	return cmd
 }
 
@@ -187,6 +191,9 @@ func (o *describeClustersOptions) complete([]string) error {
 		return usageError{err}
 	}
 	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
+		return err
+	}
+	if err := o.FromBundle.check(o.flags); err != nil {
 		return err
 	}
 	if o.flags.Changed("color") {
@@ -200,7 +207,7 @@ func runDescribeClusters(ctx context.Context, o *describeClustersOptions) error 
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	e, err := o.env(ctx, o.Contexts)
+	e, err := o.FromBundle.env(ctx, o.deps, o.Contexts, &o.Now)
 	if err != nil {
 		return err
 	}

@@ -34,8 +34,9 @@ func newDiagnoseCmd(f *factory) *cobra.Command {
 type DiagnoseClusterOptions struct {
 	deps
 	diagnose.ClusterRequest
-	Output output.Format
-	Color  *bool
+	Output     output.Format
+	Color      *bool
+	FromBundle fromBundle
 
 	flags *pflag.FlagSet
 	color bool
@@ -82,6 +83,7 @@ itself failed (bad flags, management cluster unreachable, cluster not found).`),
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's namespace)")
 	addDiagnoseFlags(cmd, &o.ClusterRequest, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the findings: rule, severity, object, since, evidence, responsible, next commands")
+	addFromBundleFlag(cmd, &o.FromBundle)
 	return cmd
 }
 
@@ -94,7 +96,7 @@ func (o *DiagnoseClusterOptions) complete(args []string) error {
 	if err := o.ClusterRequest.Validate(); err != nil {
 		return usageError{err}
 	}
-	return nil
+	return o.FromBundle.check(o.flags)
 }
 
 // runDiagnoseCluster makes the one diagnose.RunCluster call and prints the report.
@@ -102,8 +104,11 @@ func runDiagnoseCluster(ctx context.Context, o *DiagnoseClusterOptions) error {
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	e, err := o.env(ctx, multicluster.Selection{})
+	e, err := o.FromBundle.env(ctx, o.deps, multicluster.Selection{}, nil)
 	if err != nil {
+		return err
+	}
+	if err := o.FromBundle.diagnose(e, &o.ClusterRequest); err != nil {
 		return err
 	}
 	rep, err := diagnose.RunCluster(ctx, e, o.ClusterRequest)
@@ -130,7 +135,8 @@ type DiagnoseClustersOptions struct {
 	Output output.Format
 	Color  *bool
 	// Contexts are the management clusters of --contexts/--all-contexts.
-	Contexts multicluster.Selection
+	Contexts   multicluster.Selection
+	FromBundle fromBundle
 
 	flags *pflag.FlagSet
 	color bool
@@ -165,6 +171,7 @@ read), 1 the diagnosis itself failed.`),
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", diagnose.DefaultConcurrency, "How many workload clusters to read at once (the management side is read in one list per kind)")
 	addDiagnoseFlags(cmd, &o.ClusterRequest, &o.color)
 	addFormatFlag(cmd, &o.Output, "json and yaml print every cluster's findings")
+	addFromBundleFlag(cmd, &o.FromBundle)
 	return cmd
 }
 
@@ -176,7 +183,10 @@ func (o *DiagnoseClustersOptions) complete([]string) error {
 	if err := o.ClustersRequest.Validate(); err != nil {
 		return usageError{err}
 	}
-	return checkContextsFlags(o.flags, o.Contexts)
+	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
+		return err
+	}
+	return o.FromBundle.check(o.flags)
 }
 
 // runDiagnoseClusters makes the one diagnose.RunClusters call and prints the fleet.
@@ -184,8 +194,11 @@ func runDiagnoseClusters(ctx context.Context, o *DiagnoseClustersOptions) error 
 	if o.Color != nil {
 		o.IO.ForceColor(*o.Color)
 	}
-	e, err := o.env(ctx, o.Contexts)
+	e, err := o.FromBundle.env(ctx, o.deps, o.Contexts, nil)
 	if err != nil {
+		return err
+	}
+	if err := o.FromBundle.diagnose(e, &o.ClusterRequest); err != nil {
 		return err
 	}
 	res, err := diagnose.RunClusters(ctx, e, o.ClustersRequest)

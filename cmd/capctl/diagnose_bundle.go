@@ -78,12 +78,16 @@ func fleetViews(ctx context.Context, e env.Env, namespace string, all bool) (map
 		return views, err
 	}
 	views["describe.json"] = sum
-	diag, err := diagnose.RunClusters(ctx, e, diagnose.ClustersRequest{AllNamespaces: all, Concurrency: diagnose.DefaultConcurrency,
-		ClusterRequest: diagnose.DefaultClusterRequest(namespace, "")})
+	req := diagnose.DefaultClusterRequest(namespace, "")
+	req.Now = e.Clock
+	workloads := &diagnose.WorkloadRecord{}
+	req.Workloads = workloads.Recording(diagnose.FetchWorkload)
+	diag, err := diagnose.RunClusters(ctx, e, diagnose.ClustersRequest{AllNamespaces: all, Concurrency: diagnose.DefaultConcurrency, ClusterRequest: req})
 	if err != nil {
 		return views, err
 	}
 	views["diagnose.json"] = diag
+	views[bundle.WorkloadsFile] = workloads
 	return views, nil
 }
 

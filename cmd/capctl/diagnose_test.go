@@ -141,6 +141,8 @@ func TestDiagnoseCommands(t *testing.T) {
 		t.Errorf("get providers yaml: exit %d:\n%s", code, out)
 	}
 
+	t.Run("from-bundle", func(t *testing.T) { replayFromBundle(t, env) })
+
 	// A user who may not list Machines gets partial views, with exit code 3 (the view is
 	// incomplete), never 0 nor a failure; the admin's describe of the same cluster exits 0.
 	out, errOut, code = runCapctl(t, "describe", "cluster", "ok", "-n", "fine", "--kubeconfig", env.Kubeconfig)

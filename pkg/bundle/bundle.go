@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path"
 	"sort"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
@@ -39,6 +41,8 @@ import (
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/multicluster"
+	"github.com/capctl/capctl/pkg/replay"
 )
 
 // Defaults of the request.
@@ -47,6 +51,12 @@ const (
 	DefaultLogLines int64 = 2000
 	// maxEvents bounds the events kept per namespace (the newest).
 	maxEvents = 500
+	// ReplayFile is the record of the management cluster's answers to the views' reads
+	// (replay.Recording): what `--from-bundle` answers the same reads from.
+	ReplayFile = "replay/api.json"
+	// WorkloadsFile is the record of the workload clusters the views read
+	// (diagnose.WorkloadRecord): a bundle holds no kubeconfig to read them again.
+	WorkloadsFile = "replay/workloads.json"
 )
 
 // Request is `capctl diagnose bundle`.
@@ -63,8 +73,9 @@ type Request struct {
 	// (default DefaultLogLines; negative: no logs).
 	LogLines int64
 	// Views, when set, computes the fleet's describe and diagnose views for the bundle (JSON,
-	// as the commands print them); the command wires the two verbs in, so this package runs
-	// neither.
+	// as the commands print them), by file name; the command wires the two verbs in, so this
+	// package runs neither. They run on e, whose management cluster is recorded (ReplayFile) and
+	// whose clock is the bundle's time, so that `--from-bundle` gives them again offline.
 	Views func(ctx context.Context, e env.Env, namespace string, all bool) (map[string]any, error)
 }
 
@@ -261,23 +272,51 @@ func (b *builder) collect(ctx context.Context) error {
 	}
 	if b.req.Views != nil {
 		b.e.Step("Computing the describe and diagnose views")
-		views, err := b.req.Views(ctx, b.e, b.req.Namespace, b.req.AllNamespaces)
-		if err != nil {
-			b.leave("describe.json, diagnose.json", "the views could not be computed: "+err.Error())
-		}
-		names := make([]string, 0, len(views))
-		for n := range views {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			b.add(n, views[n])
+		if err := b.views(ctx); err != nil {
+			return err
 		}
 	}
 	b.m.Unread = b.reads.Unread()
 	for _, u := range b.m.Unread {
 		b.leave(u.Resource, "cannot "+u.Verb+": "+u.Reason)
 	}
+	return nil
+}
+
+// views computes the request's views on a recorded copy of the management cluster's client and
+// bundles them with the record (ReplayFile), which answers the same reads offline.
+func (b *builder) views(ctx context.Context) error {
+	rec := replay.NewRecorder()
+	cfg := rest.CopyConfig(b.c.Config)
+	live := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if live != nil {
+			rt = live(rt)
+		}
+		return rec.Wrap(rt)
+	}
+	rc, err := cluster.NewForConfig(cfg, cluster.Options{ReadOnly: true}, b.c.KubeconfigPath, b.c.ContextName, b.c.Namespace)
+	if err != nil {
+		return err
+	}
+	ve := b.e
+	ve.Management = []multicluster.Member{{Context: b.e.Management[0].Context, Client: rc, UID: b.e.Management[0].UID}}
+	created := b.m.Created
+	ve.Now = func() time.Time { return created }
+	views, err := b.req.Views(ctx, ve, b.req.Namespace, b.req.AllNamespaces)
+	if err != nil {
+		b.leave("describe.json, diagnose.json, "+ReplayFile, "the views could not be computed: "+err.Error())
+		return nil
+	}
+	names := make([]string, 0, len(views))
+	for n := range views {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b.add(n, views[n])
+	}
+	b.add(ReplayFile, rec.Recording())
 	return nil
 }
 

@@ -22,6 +22,19 @@ type ClusterRequest struct {
 	WorkloadTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Workloads reads one workload cluster (nil: FetchWorkload). Offline, a bundle's record of
+	// the reads stands in (WorkloadRecord.Replay).
+	Workloads WorkloadFunc
+}
+
+// WorkloadFunc reads one workload cluster, as FetchWorkload does.
+type WorkloadFunc func(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) *Workload
+
+func (o ClusterRequest) workload(ctx context.Context, c client.Client, namespace, name string) *Workload {
+	if o.Workloads != nil {
+		return o.Workloads(ctx, c, namespace, name, o.WorkloadTimeout)
+	}
+	return FetchWorkload(ctx, c, namespace, name, o.WorkloadTimeout)
 }
 
 // DefaultClusterRequest is the request with the commands' defaults (the flags' defaults of
@@ -53,7 +66,7 @@ func Fetch(ctx context.Context, c client.Client, mgmt *Management, opts ClusterR
 	}
 	in.Now, in.StuckAfter, in.Management = opts.now(), opts.StuckAfter, mgmt
 	if opts.Workload {
-		in.Workload = FetchWorkload(ctx, c, opts.Namespace, opts.Name, opts.WorkloadTimeout)
+		in.Workload = opts.workload(ctx, c, opts.Namespace, opts.Name)
 	}
 	return in, nil
 }

@@ -159,7 +159,7 @@ func Clusters(ctx context.Context, c client.Client, opts ClustersRequest) (*Flee
 			row := fr.Clusters[i]
 			wg.Go(func() error {
 				// Each read has its own budget; an unanswered one is its row's finding.
-				in.Workload = FetchWorkload(ctx, c, row.Namespace, row.Name, opts.WorkloadTimeout)
+				in.Workload = opts.workload(ctx, c, row.Namespace, row.Name)
 				return nil
 			})
 		}

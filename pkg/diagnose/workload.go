@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,4 +110,38 @@ func FetchWorkload(ctx context.Context, c client.Client, namespace, name string,
 		w.BlockingPDBs = append(w.BlockingPDBs, b)
 	}
 	return w
+}
+
+// WorkloadRecord keeps the workload clusters read while a support bundle's views were computed
+// (Recording), and answers them again offline (Replay): a bundle holds no workload API server and
+// no kubeconfig, only what was read through them.
+type WorkloadRecord struct {
+	mu sync.Mutex
+	// Clusters are the reads by "namespace/name".
+	Clusters map[string]*Workload `json:"clusters"`
+}
+
+// Recording is read, keeping each result.
+func (r *WorkloadRecord) Recording(read WorkloadFunc) WorkloadFunc {
+	return func(ctx context.Context, c client.Client, namespace, name string, timeout time.Duration) *Workload {
+		w := read(ctx, c, namespace, name, timeout)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.Clusters == nil {
+			r.Clusters = map[string]*Workload{}
+		}
+		r.Clusters[namespace+"/"+name] = w
+		return w
+	}
+}
+
+// Replay answers from the record. A cluster whose workload was not read when the bundle was made
+// is left unread (nil), as diagnose leaves one it does not need: never an unreachable finding
+// the live cluster did not give.
+func (r *WorkloadRecord) Replay() WorkloadFunc {
+	return func(_ context.Context, _ client.Client, namespace, name string, _ time.Duration) *Workload {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.Clusters[namespace+"/"+name]
+	}
 }

@@ -1,0 +1,108 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/replay"
+)
+
+// Opened is a bundle read back: its manifest and files.
+type Opened struct {
+	Path     string
+	Manifest Manifest
+	files    map[string][]byte
+}
+
+// Open reads a bundle file. The file is input from anyone: its uncompressed size is bounded by
+// --max-input-size, its names must be plain relative paths, and it must start with a capctl
+// manifest.
+func Open(ctx context.Context, file string) (*Opened, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--from-bundle: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("--from-bundle %s: not a gzipped bundle (capctl diagnose bundle writes one): %w", file, err)
+	}
+	tr := tar.NewReader(userinput.NewLimitReader(ctx, gz, file, userinput.Max(), userinput.Flag))
+	o := &Opened{Path: file, files: map[string][]byte{}}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--from-bundle %s: %w", file, err)
+		}
+		name := hdr.Name
+		if hdr.Typeflag != tar.TypeReg || path.IsAbs(name) || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." {
+			return nil, fmt.Errorf("--from-bundle %s: entry %q is not a plain file of a bundle (capctl writes none such)", file, name)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("--from-bundle %s: %s: %w", file, name, err)
+		}
+		o.files[name] = data
+	}
+	m, ok := o.files["manifest.json"]
+	if !ok {
+		return nil, fmt.Errorf("--from-bundle %s: no manifest.json: not a capctl support bundle", file)
+	}
+	if err := json.Unmarshal(m, &o.Manifest); err != nil || !strings.HasSuffix(o.Manifest.Kind, " SupportBundle") {
+		return nil, fmt.Errorf("--from-bundle %s: manifest.json is not a capctl support bundle's", file)
+	}
+	return o, nil
+}
+
+// File is one file of the bundle.
+func (o *Opened) File(name string) ([]byte, bool) {
+	b, ok := o.files[name]
+	return b, ok
+}
+
+// Env is the run's environment for a command replayed from the bundle: one management cluster,
+// the one the bundle was made of, answered by the bundle's record (no kubeconfig is read, nothing
+// is dialled), and the bundle's time as the clock.
+func (o *Opened) Env() (env.Env, error) {
+	data, ok := o.files[ReplayFile]
+	if !ok {
+		why := "it was made by a capctl that did not record its views"
+		for _, l := range o.Manifest.LeftOut {
+			if strings.Contains(l.What, ReplayFile) {
+				why = "it was left out: " + l.Why
+			}
+		}
+		return env.Env{}, fmt.Errorf("--from-bundle %s: the bundle has no %s to replay (%s); make a new one with `capctl diagnose bundle`", o.Path, ReplayFile, why)
+	}
+	var rec replay.Recording
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&rec); err != nil {
+		return env.Env{}, fmt.Errorf("--from-bundle %s: %s: %w", o.Path, ReplayFile, err)
+	}
+	ns := ""
+	if len(o.Manifest.Namespaces) > 0 {
+		ns = o.Manifest.Namespaces[0]
+	}
+	c, err := replay.Client(&rec, o.Manifest.ManagementCluster, ns)
+	if err != nil {
+		return env.Env{}, fmt.Errorf("--from-bundle %s: %w", o.Path, err)
+	}
+	created := o.Manifest.Created
+	e := env.One(c)
+	e.Now = func() time.Time { return created }
+	return e, nil
+}
