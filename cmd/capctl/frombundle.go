@@ -66,13 +66,21 @@ func (fb *fromBundle) diagnose(e env.Env, req *diagnose.ClusterRequest) error {
 	if fb.opened == nil {
 		return nil
 	}
-	req.Now = e.Clock
+	w, err := fb.workloads()
+	if err != nil {
+		return err
+	}
+	req.Now, req.Workloads = e.Clock, w
+	return nil
+}
+
+// workloads answers the workload reads from the bundle's record of them.
+func (fb *fromBundle) workloads() (diagnose.WorkloadFunc, error) {
 	rec := &diagnose.WorkloadRecord{}
 	if data, ok := fb.opened.File(bundle.WorkloadsFile); ok {
 		if err := json.Unmarshal(data, rec); err != nil {
-			return fmt.Errorf("--from-bundle %s: %s: %w", fb.Path, bundle.WorkloadsFile, err)
+			return nil, fmt.Errorf("--from-bundle %s: %s: %w", fb.Path, bundle.WorkloadsFile, err)
 		}
 	}
-	req.Workloads = rec.Replay()
-	return nil
+	return rec.Replay(), nil
 }

@@ -8,17 +8,22 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/version"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/mcpserver"
+	"github.com/capctl/capctl/pkg/multicluster"
 )
 
 // MCPOptions are the flags of `capctl mcp`: Request is the one request.
 type MCPOptions struct {
 	deps
 	mcpserver.Request
+	FromBundle fromBundle
+
+	flags *pflag.FlagSet
 }
 
 func newCmdMCP(f *factory, runF func(*MCPOptions) error) *cobra.Command {
@@ -40,16 +45,23 @@ file. The identity is the kubeconfig's: give the server a kubeconfig with read p
 to be sure twice.
 
 By default the server speaks over standard input and output (how assistants start local MCP
-servers); --http serves the streamable HTTP transport on a loopback address instead.`),
+servers); --http serves the streamable HTTP transport on a loopback address instead.
+
+With --from-bundle FILE the server answers from a support bundle (capctl diagnose bundle), with
+no kubeconfig: the tools a bundle answers (describe_cluster, describe_clusters,
+diagnose_cluster, diagnose_clusters, get_providers), as the cluster was when it was made.`),
 		Example: strings.TrimSpace(`
   # register with an assistant that starts local servers (its MCP configuration):
   #   {"mcpServers": {"capctl": {"command": "capctl", "args": ["mcp", "--kubeconfig", "/home/me/.kube/mgmt"]}}}
   capctl mcp
-  capctl mcp --http 127.0.0.1:8765`),
+  capctl mcp --http 127.0.0.1:8765
+  capctl mcp --from-bundle support.tar.gz`),
 		Args: cobra.NoArgs,
 	}
 	cmd.RunE = leafRun(o, o.complete, runF, runMCP)
 	cmd.Flags().StringVar(&o.HTTP, "http", "", "Serve the streamable HTTP transport at this loopback address (127.0.0.1:PORT) instead of standard input and output")
+	addFromBundleFlag(cmd, &o.FromBundle)
+	o.flags = cmd.Flags()
 	return cmd
 }
 
@@ -62,26 +74,39 @@ func (o *MCPOptions) complete([]string) error {
 	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
-	return nil
+	return o.FromBundle.check(o.flags)
 }
 
-// runMCP connects to the management cluster read-only and serves until the session ends.
+// runMCP connects to the management cluster read-only, or opens the bundle of --from-bundle,
+// and serves until the session ends.
 func runMCP(ctx context.Context, o *MCPOptions) error {
-	opts := o.ClusterOptions()
-	opts.ReadOnly = true
-	c, err := cluster.Connect(ctx, opts)
-	if err != nil {
-		return err
-	}
-	e := env.One(c)
-	o.wire(&e)
-	o.Source = opts
 	if o.HTTP != "" {
 		o.Listening = func(addr string) {
 			fmt.Fprintf(o.IO.ErrOut, "capctl mcp: serving MCP at http://%s/ (read-only; Ctrl-C stops)\n", addr)
 		}
 	}
-	_, err = mcpserver.Run(ctx, e, o.Request)
+	var e env.Env
+	if o.FromBundle.Path != "" {
+		var err error
+		if e, err = o.FromBundle.env(ctx, o.deps, multicluster.Selection{}, nil); err != nil {
+			return err
+		}
+		if o.Workloads, err = o.FromBundle.workloads(); err != nil {
+			return err
+		}
+		o.Bundle = o.FromBundle.Path
+	} else {
+		opts := o.ClusterOptions()
+		opts.ReadOnly = true
+		c, err := cluster.Connect(ctx, opts)
+		if err != nil {
+			return err
+		}
+		e = env.One(c)
+		o.wire(&e)
+		o.Source = opts
+	}
+	_, err := mcpserver.Run(ctx, e, o.Request)
 	return err
 }
 

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,8 +27,10 @@ import (
 	"github.com/capctl/capctl/internal/testing/classfixture"
 	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/bundle"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/inventory"
+	"github.com/capctl/capctl/pkg/mcpserver"
 )
 
 // sessionUser is the identity of the MCP server's kubeconfig: a cluster admin, so that the
@@ -154,6 +157,61 @@ func (s *session) checkNoWrites(t *testing.T) {
 		t.Errorf("the MCP sessions sent %d write request(s):\n  %s", len(w), strings.Join(w, "\n  "))
 	}
 	t.Logf("%d requests of %s audited, none a write", n, sessionUser)
+}
+
+// fromBundle: `capctl mcp --from-bundle`, with no kubeconfig, serves the tools a support bundle
+// answers, and describe_clusters and diagnose_clusters answer byte for byte what the bundle
+// recorded of the live cluster.
+func fromBundle(t *testing.T, s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "support.tar.gz")
+	mk := exec.CommandContext(ctx, s.bin, "diagnose", "bundle", "-A", "-o", file, "--kubeconfig", s.kubeconfig, "--config", s.config)
+	mk.Env = s.command(ctx).Env
+	if out, err := mk.CombinedOutput(); err != nil && mk.ProcessState.ExitCode() != 3 {
+		t.Fatalf("diagnose bundle: %v\n%s", err, out)
+	}
+	b, err := bundle.Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, s.bin, "mcp", "--from-bundle", file, "--config", s.config)
+	cmd.Env = append(s.command(ctx).Env, "KUBECONFIG="+filepath.Join(t.TempDir(), "no-kubeconfig"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "capctl-test", Version: "v0"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to capctl mcp --from-bundle: %v\n%s", err, stderr.String())
+	}
+	defer session.Close()
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	want := append([]string(nil), mcpserver.Replayable...)
+	sort.Strings(want)
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("tools from a bundle: %v, want %v", names, want)
+	}
+	for tool, recorded := range map[string]string{"describe_clusters": "describe.json", "diagnose_clusters": "diagnose.json"} {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"allNamespaces": true}})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			t.Errorf("%s from a bundle: %v %+v\n%s", tool, err, res, stderr.String())
+			continue
+		}
+		tc, _ := res.Content[0].(*mcp.TextContent)
+		data, _ := b.File(recorded)
+		var got, wantJSON bytes.Buffer
+		if tc == nil || json.Compact(&got, []byte(tc.Text)) != nil || json.Compact(&wantJSON, data) != nil || got.String() != wantJSON.String() {
+			t.Errorf("%s from a bundle is not the bundle's %s:\n got %.500s\nwant %.500s", tool, recorded, got.String(), wantJSON.String())
+		}
+	}
 }
 
 func everyToolReadsOnly(t *testing.T, s *session) {
@@ -351,5 +409,6 @@ func TestMCPServer(t *testing.T) {
 	s := newSession(t)
 	t.Run("every tool reads only", func(t *testing.T) { everyToolReadsOnly(t, s) })
 	t.Run("external client and conformance", func(t *testing.T) { externalClientAndConformance(t, s) })
+	t.Run("from a bundle", func(t *testing.T) { fromBundle(t, s) })
 	s.checkNoWrites(t)
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,15 @@ type Request struct {
 	Version string
 	// Listening, when set, is told the HTTP address once the server listens.
 	Listening func(addr string)
+	// Bundle, when set, is the support bundle the Env replays (--from-bundle): only the tools a
+	// bundle answers are served (Replayable), and the diagnoses read the workload clusters
+	// through Workloads, the bundle's record of them.
+	Bundle    string
+	Workloads diagnose.WorkloadFunc
 }
+
+// Replayable are the tools a support bundle answers: the views whose reads it recorded.
+var Replayable = []string{"describe_cluster", "describe_clusters", "diagnose_cluster", "diagnose_clusters", "get_providers"}
 
 // Validate checks the request before anything listens.
 func (r Request) Validate() error {
@@ -120,16 +129,34 @@ func NewServer(e env.Env, req Request) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "capctl", Title: "capctl (read-only)", Version: version}, &mcp.ServerOptions{
 		Instructions: "Read-only tools over a Cluster API management cluster: describe and diagnose workload clusters, providers, upgrade and topology plans, the v1beta1 cut-over check, permissions. Every tool returns the JSON that the capctl command prints with -o json. None changes anything.",
 	})
-	t := tools{e: e, source: req.Source}
+	t := tools{e: e, source: req.Source, workloads: req.Workloads}
 	t.source.ReadOnly = true
-	t.register(s)
+	r := registry{s: s}
+	if req.Bundle != "" {
+		r.only = Replayable
+	}
+	t.register(r)
 	return s
+}
+
+// registry is where the tools are added: the server, and the tools it serves (nil: every one).
+type registry struct {
+	s    *mcp.Server
+	only []string
 }
 
 // tools holds what the tool handlers share.
 type tools struct {
-	e      env.Env
-	source cluster.Options
+	e         env.Env
+	source    cluster.Options
+	workloads diagnose.WorkloadFunc
+}
+
+// diagnosis is the commands' diagnose request over the tools' clock and workload reads.
+func (t tools) diagnosis(namespace, name string) diagnose.ClusterRequest {
+	req := diagnose.DefaultClusterRequest(namespace, name)
+	req.Now, req.Workloads = t.e.Clock, t.workloads
+	return req
 }
 
 // readOnly are the annotations of every tool.
@@ -140,8 +167,11 @@ func readOnly(title string) *mcp.ToolAnnotations {
 
 // add registers one tool: In is its arguments (their JSON schema is inferred from the struct),
 // run makes the command's verb call; the result is the command's JSON.
-func add[In any](s *mcp.Server, name, title, desc string, run func(context.Context, In) (any, error)) {
-	mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc, Annotations: readOnly(title)},
+func add[In any](r registry, name, title, desc string, run func(context.Context, In) (any, error)) {
+	if r.only != nil && !slices.Contains(r.only, name) {
+		return
+	}
+	mcp.AddTool(r.s, &mcp.Tool{Name: name, Description: desc, Annotations: readOnly(title)},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 			v, err := run(ctx, in)
 			if err != nil {
@@ -204,7 +234,7 @@ type (
 	}
 )
 
-func (t tools) register(s *mcp.Server) {
+func (t tools) register(s registry) {
 	add(s, "describe_cluster", "Describe a cluster", "The object tree of one workload cluster with its conditions (capctl describe cluster NAME -o json).",
 		func(ctx context.Context, a ClusterArgs) (any, error) {
 			req := describe.ClusterRequest{Name: a.Name, Namespace: a.Namespace, Grouping: true}
@@ -219,7 +249,7 @@ func (t tools) register(s *mcp.Server) {
 		})
 	add(s, "diagnose_cluster", "Diagnose a cluster", "Why one workload cluster is stuck: findings with the responsible provider and the next commands (capctl diagnose cluster NAME -o json).",
 		func(ctx context.Context, a ClusterArgs) (any, error) {
-			req := diagnose.DefaultClusterRequest(a.Namespace, a.Name)
+			req := t.diagnosis(a.Namespace, a.Name)
 			if err := req.Validate(); err != nil {
 				return nil, err
 			}
@@ -227,7 +257,7 @@ func (t tools) register(s *mcp.Server) {
 		})
 	add(s, "diagnose_clusters", "Diagnose the fleet", "Every workload cluster's diagnosis, problems first (capctl diagnose clusters -o json).",
 		func(ctx context.Context, a ClustersArgs) (any, error) {
-			req := diagnose.ClustersRequest{ClusterRequest: diagnose.DefaultClusterRequest(a.Namespace, ""), AllNamespaces: a.AllNamespaces, Concurrency: diagnose.DefaultConcurrency}
+			req := diagnose.ClustersRequest{ClusterRequest: t.diagnosis(a.Namespace, ""), AllNamespaces: a.AllNamespaces, Concurrency: diagnose.DefaultConcurrency}
 			return diagnose.RunClusters(ctx, t.e, req)
 		})
 	add(s, "get_providers", "Providers", "The installed providers with their contract, controller, webhook and cert-manager state (capctl get providers -o json).",

@@ -46,6 +46,9 @@ func server(calls *int) http.RoundTripper {
 		case r.URL.Path == "/api/v1/pods":
 			status, body = 200, `{"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"9"},"items":[
 				{"metadata":{"namespace":"a","name":"p1"}},{"metadata":{"namespace":"b","name":"p2"}}]}`
+		case r.URL.Path == "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations":
+			status, body = 200, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfigurationList","metadata":{"resourceVersion":"12345678901234567"},"items":[
+				{"metadata":{"name":"w","generation":12345678901234567},"webhooks":[{"name":"a","clientConfig":{"caBundle":"LS0tLS1CRUdJTiBDRVJU"}},{"name":"b","clientConfig":{"caBundle":""}}]}]}`
 		case strings.Contains(r.URL.Path, "/secrets"):
 			status, body = 200, `{"kind":"Secret","data":{"value":"c2VjcmV0"}}`
 		}
@@ -66,13 +69,18 @@ func TestRecordAndReplay(t *testing.T) {
 		"/api/v1/pods?timeout=30s",
 		"/api/v1/namespaces/a/secrets/s",
 		"/apis/cluster.x-k8s.io/v1beta2/namespaces/a/clusters/gone",
+		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
 	} {
-		if _, _, err := get(t, live, u, "application/json"); err != nil {
+		_, body, err := get(t, live, u, "application/json")
+		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.Contains(u, "webhook") && !strings.Contains(body, "LS0tLS1CRUdJTiBDRVJU") {
+			t.Errorf("the live caller got a redacted answer: %s", body)
 		}
 	}
 	req, _ := http.NewRequest(http.MethodDelete, "https://x/api/v1/namespaces/a/pods/p1", nil)
-	if _, err := live.RoundTrip(req); err == nil || calls != 5 {
+	if _, err := live.RoundTrip(req); err == nil || calls != 6 {
 		t.Errorf("a DELETE through the recorder: %v (server calls %d)", err, calls)
 	}
 	recording := rec.Recording()
@@ -80,7 +88,7 @@ func TestRecordAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(data), "c2VjcmV0") || strings.Contains(string(data), "secrets") || len(recording.Exchanges) != 4 {
+	if strings.Contains(string(data), "c2VjcmV0") || strings.Contains(string(data), "secrets") || strings.Contains(string(data), "LS0tLS1CRUdJTiBDRVJU") || len(recording.Exchanges) != 5 {
 		t.Fatalf("the recording: %s", data)
 	}
 	var back Recording
@@ -108,6 +116,9 @@ func TestRecordAndReplay(t *testing.T) {
 		// one namespace of a list across namespaces; list items get their kind
 		{"/api/v1/namespaces/b/pods", "application/json", 200, []string{`"p2"`}, []string{`"p1"`}},
 		{"/api/v1/namespaces/a/pods/p1", "application/json", 200, []string{`"kind":"Pod"`, `"apiVersion":"v1"`}, nil},
+		// a caBundle redacted, still non-empty; an empty one left empty; large numbers exact
+		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/w", "application/json", 200,
+			[]string{`"caBundle":"` + RedactedCABundle + `"`, `"caBundle":""`, `"generation":12345678901234567`}, nil},
 		// metadata only
 		{"/apis/cluster.x-k8s.io/v1beta2/namespaces/a/machines", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", 200, []string{`"PartialObjectMetadataList"`, `"m1"`, `"m2"`}, nil},
 	} {

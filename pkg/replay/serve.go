@@ -247,7 +247,9 @@ func filter(items []json.RawMessage, ns, name string, sel labels.Selector, l *li
 	var out []map[string]any
 	for _, raw := range items {
 		var it map[string]any
-		if json.Unmarshal(raw, &it) != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber() // integers beyond float64's precision stay exact
+		if dec.Decode(&it) != nil {
 			continue
 		}
 		md, _ := it["metadata"].(map[string]any)

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/internal/testing/livemgmt"
+	"github.com/capctl/capctl/pkg/bundle"
 	"github.com/capctl/capctl/pkg/diagnose"
 )
 
@@ -144,11 +150,92 @@ func TestDiagnoseLive(t *testing.T) {
 			}
 		}
 		_, _ = e.capctl(mgmt, "diagnose", "cluster", name, "-n", ns, "--stuck-after", "1s") // the text report, in the test log
+		e.bundleReplaysLive(mgmt, name, root)
 		if added == "" {
 			// The root cause above is checked either way; the per-Machine finding needs a Machine.
 			t.Skip("no new Machine reached Provisioning within 90s with CAPD (and its webhooks) stopped: the provisioning finding was not checked")
 		}
 	})
+}
+
+// bundleReplaysLive: a support bundle of the management cluster while cluster name is stuck.
+// With no kubeconfig, `diagnose clusters --from-bundle` prints byte for byte the diagnosis the
+// bundle made of the live cluster, `diagnose cluster --from-bundle` names the live root cause
+// (want), and no Secret value of the management cluster, nor its kubeconfig's credentials, is
+// anywhere in the bundle, as written or base64-encoded.
+func (e *e2e) bundleReplaysLive(mgmt *livemgmt.Cluster, name string, want *diagnose.Finding) {
+	t := e.t
+	file := filepath.Join(t.TempDir(), "support.tar.gz")
+	if out, err := e.capctl(mgmt, "diagnose", "bundle", "-n", ns, "-o", file); err != nil {
+		t.Fatalf("diagnose bundle: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	b, err := bundle.Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func(args ...string) (string, int) {
+		cmd := e.command(ctx, nil, append(args, "--from-bundle", file, "--config", e.config)...)
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+filepath.Join(t.TempDir(), "no-kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ capctl %s (no kubeconfig)\n%s", strings.Join(args, " "), out)
+		return string(out), exitCode(err)
+	}
+	recorded, _ := b.File("diagnose.json")
+	out, code := replay("diagnose", "clusters", "-n", ns, "-o", "json")
+	var got, wantJSON bytes.Buffer
+	if code != 2 || json.Compact(&got, []byte(out)) != nil || json.Compact(&wantJSON, recorded) != nil || got.String() != wantJSON.String() {
+		t.Errorf("diagnose clusters --from-bundle: exit %d, not the bundle's live diagnosis:\n got %.800s\nwant %.800s", code, got.String(), wantJSON.String())
+	}
+	out, code = replay("diagnose", "cluster", name, "-n", ns, "--stuck-after", "1s", "-o", "json")
+	var rep diagnose.Report
+	if code != 2 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("diagnose cluster --from-bundle: exit %d\n%s", code, out)
+	}
+	if r := rep.Root(); r == nil || r.Rule != want.Rule || r.Object != want.Object || r.Responsible == nil || *r.Responsible != *want.Responsible {
+		t.Errorf("diagnose cluster --from-bundle: root %+v, live %+v", r, want)
+	}
+
+	var all bytes.Buffer
+	m, _ := b.File("manifest.json")
+	all.Write(m)
+	for _, f := range b.Manifest.Files {
+		data, _ := b.File(f.Name)
+		all.Write(data)
+	}
+	var values [][]byte
+	secrets := &corev1.SecretList{}
+	if err := mgmt.Client.List(ctx, secrets); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		for _, v := range s.Data {
+			values = append(values, v)
+		}
+	}
+	kc, err := clientcmd.LoadFromFile(mgmt.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		values = append(values, a.ClientKeyData, a.ClientCertificateData, []byte(a.Token))
+	}
+	checked := 0
+	for _, v := range values {
+		if len(v) < 8 {
+			continue
+		}
+		checked++
+		for _, form := range [][]byte{v, []byte(base64.StdEncoding.EncodeToString(v))} {
+			if bytes.Contains(all.Bytes(), form) {
+				t.Errorf("a Secret value or credential of the management cluster is in the bundle: %.40q...", form)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d Secret values and credentials checked: the grep proves little", checked)
+	}
+	t.Logf("bundle: %d files, %d bytes uncompressed; %d Secret values and credentials, none in it", len(b.Manifest.Files), all.Len(), checked)
 }
 
 func containsPrefix(lines []string, p string) bool {
