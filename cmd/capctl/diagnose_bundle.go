@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/capctl/capctl/pkg/bundle"
@@ -18,7 +19,11 @@ import (
 type DiagnoseBundleOptions struct {
 	deps
 	bundle.Request
-	maxSize string
+	// Contexts are the management clusters of --contexts/--all-contexts, each bundled in its
+	// own folder.
+	Contexts multicluster.Selection
+	maxSize  string
+	flags    *pflag.FlagSet
 }
 
 func newCmdDiagnoseBundle(f *factory, runF func(*DiagnoseBundleOptions) error) *cobra.Command {
@@ -38,11 +43,20 @@ manifest.json: every file, and what was left out and why.
 Secrets are never bundled with their data: secrets.json names each Secret with its type and key
 names; kubeconfig and service-account token Secrets are left out altogether. The bundle is bounded
 by --max-size (uncompressed): what would pass it is left out and named in the manifest. A kind
-that may not be read (RBAC) is named there too, and the exit code is then 3.`),
+that may not be read (RBAC) is named there too, and the exit code is then 3.
+
+With --contexts a,b or --all-contexts, each management cluster is bundled in its own folder
+(named after its context) and the views are the commands' views over all of them; one that
+cannot be reached is named in the manifest.
+
+The bundle also records the management cluster's answers to the views' reads, so that whoever
+receives it can run describe and diagnose on it with --from-bundle FILE, with no kubeconfig.`),
 		Example: strings.TrimSpace(`
   capctl diagnose bundle -o support.tar.gz -n prod
   capctl diagnose bundle -o support.tar.gz -A --max-size 64Mi --log-lines 500
-  tar -xzf support.tar.gz -O manifest.json | jq .leftOut`),
+  capctl diagnose bundle -o fleet.tar.gz -A --all-contexts
+  tar -xzf support.tar.gz -O manifest.json | jq .leftOut
+  capctl diagnose clusters -A --from-bundle support.tar.gz`),
 		Args: cobra.NoArgs,
 	}
 	cmd.RunE = leafRun(o, o.complete, runF, runDiagnoseBundle)
@@ -51,6 +65,8 @@ that may not be read (RBAC) is named there too, and the exit code is then 3.`),
 	addNamespaceFlags(cmd, &o.Namespace, &o.AllNamespaces, "Namespace of the workload clusters (default: the kubeconfig context's namespace)", "Bundle the clusters of every namespace")
 	fl.StringVar(&o.maxSize, "max-size", resource.NewQuantity(bundle.DefaultMaxSize, resource.BinarySI).String(), "The bundle's largest uncompressed size (e.g. 64Mi); what would pass it is left out and named in the manifest")
 	fl.Int64Var(&o.LogLines, "log-lines", bundle.DefaultLogLines, "Newest lines of each provider controller's log to keep (-1: no logs)")
+	addContextsFlags(cmd, &o.Contexts)
+	o.flags = fl
 	return cmd
 }
 
@@ -65,7 +81,7 @@ func (o *DiagnoseBundleOptions) complete([]string) error {
 	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
 	}
-	return nil
+	return checkContextsFlags(o.flags, o.Contexts)
 }
 
 // fleetViews are the bundle's describe.json and diagnose.json: the fleet as `describe clusters`
@@ -93,7 +109,7 @@ func fleetViews(ctx context.Context, e env.Env, namespace string, all bool) (map
 
 // runDiagnoseBundle makes the one bundle.Run call and says what it wrote.
 func runDiagnoseBundle(ctx context.Context, o *DiagnoseBundleOptions) error {
-	e, err := o.env(ctx, multicluster.Selection{})
+	e, err := o.env(ctx, o.Contexts)
 	if err != nil {
 		return err
 	}

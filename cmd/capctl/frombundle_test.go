@@ -102,3 +102,42 @@ func replayFromBundle(t *testing.T, env *testenv.Env) {
 		t.Errorf("a file that is no bundle: exit %d: %s", code, errOut)
 	}
 }
+
+// bundleAcrossContexts: a bundle of every context of KUBECONFIG (two API servers and one that
+// does not answer), each in its own folder, replayed with no kubeconfig: `describe clusters` and
+// `diagnose clusters` over them are byte for byte the views the bundle made of the live clusters,
+// the unreachable one included.
+func bundleAcrossContexts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "fleet.tar.gz")
+	out, errOut, code := runCapctl(t, "diagnose", "bundle", "-A", "--all-contexts", "--connect-timeout", "2s", "-o", file)
+	if code != 3 {
+		t.Fatalf("diagnose bundle --all-contexts with one context down: exit %d, want 3:\n%s\n%s", code, out, errOut)
+	}
+	b, err := bundle.Open(context.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, m := range b.Manifest.ManagementClusters {
+		dirs = append(dirs, m.Context+"="+m.Dir)
+		if m.Error != "" {
+			dirs[len(dirs)-1] += " (unreachable)"
+		}
+	}
+	if got := strings.Join(dirs, ","); got != "mgmt-a=mgmt-a/,mgmt-b=mgmt-b/,down= (unreachable)" && got != "down= (unreachable),mgmt-a=mgmt-a/,mgmt-b=mgmt-b/" {
+		t.Errorf("the bundle's management clusters: %s", got)
+	}
+	for _, name := range []string{"mgmt-a/objects/clusters.cluster.x-k8s.io.json", "mgmt-b/" + bundle.ReplayFile, "mgmt-a/" + bundle.ReplayFile} {
+		if _, ok := b.File(name); !ok {
+			t.Errorf("the bundle has no %s", name)
+		}
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-such-kubeconfig"))
+	for cmd, recorded := range map[string]string{"describe": "describe.json", "diagnose": "diagnose.json"} {
+		out, errOut, code := runCapctl(t, cmd, "clusters", "-A", "-o", "json", "--from-bundle", file)
+		want, _ := b.File(recorded)
+		if code != 3 || compactJSON(t, "the replay's output", []byte(out)) != compactJSON(t, recorded, want) {
+			t.Errorf("%s clusters --from-bundle over three contexts: exit %d, not the bundle's %s:\n got %.600s\nwant %.600s\n%s", cmd, code, recorded, out, want, errOut)
+		}
+	}
+}

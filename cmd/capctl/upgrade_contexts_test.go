@@ -157,4 +157,7 @@ func TestUpgradePlanAcrossContexts(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "management cluster down cannot be used: management cluster unreachable") {
 		t.Errorf("apply with an unreachable context: exit %d\n%s", code, errOut)
 	}
+
+	// On the same servers: a support bundle of all three contexts, replayed offline.
+	t.Run("bundle across contexts", bundleAcrossContexts)
 }

@@ -119,6 +119,21 @@ type Manifest struct {
 	LeftOut           []Left    `json:"leftOut"`
 	// Unread are the kinds that could not be read (RBAC): the bundle is partial.
 	Unread []authz.Unreadable `json:"unread,omitempty"`
+	// ManagementClusters are the management clusters of a bundle made with --contexts or
+	// --all-contexts, each in its own folder (ManagementCluster, Server and Namespaces are then
+	// empty).
+	ManagementClusters []Bundled `json:"managementClusters,omitempty"`
+}
+
+// Bundled is one management cluster of a bundle over several.
+type Bundled struct {
+	Context string `json:"context"`
+	// Dir is its folder in the bundle ("<context>/").
+	Dir       string `json:"dir,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Error says why it could not be read; nothing of it is in the bundle then.
+	Error string `json:"error,omitempty"`
 }
 
 // Result is what Run wrote.
@@ -128,10 +143,17 @@ type Result struct {
 	Manifest Manifest `json:"manifest"`
 }
 
-// Partial tells whether some kind could not be read.
-func (r *Result) Partial() bool { return len(r.Manifest.Unread) > 0 }
+// Partial tells whether some kind, or some management cluster, could not be read.
+func (r *Result) Partial() bool {
+	for _, m := range r.Manifest.ManagementClusters {
+		if m.Error != "" {
+			return true
+		}
+	}
+	return len(r.Manifest.Unread) > 0
+}
 
-// ExitCode is 3 when the bundle misses a kind it could not read, else 0.
+// ExitCode is 3 when the bundle misses a kind or a management cluster it could not read, else 0.
 func (r *Result) ExitCode() int {
 	if r.Partial() {
 		return 3
@@ -156,13 +178,9 @@ func (r *Result) RenderText(w io.Writer) error {
 	return err
 }
 
-// Run reads the management cluster and writes the bundle.
+// Run reads the management cluster, or each of several (--contexts), and writes the bundle.
 func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	c, err := e.Single()
-	if err != nil {
 		return nil, err
 	}
 	if req.MaxSize == 0 {
@@ -171,31 +189,74 @@ func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	if req.LogLines == 0 {
 		req.LogLines = DefaultLogLines
 	}
-	b := &builder{c: c, req: req, e: e, max: req.MaxSize, files: map[string][]byte{}}
-	b.m = Manifest{Kind: "capctl.io/v1alpha1 SupportBundle", Capctl: version.Get().GitVersion, Created: e.Clock().UTC(),
-		ManagementCluster: c.ContextName, Server: c.Config.Host, AllNamespaces: req.AllNamespaces, LeftOut: []Left{}}
-	if !req.AllNamespaces {
-		b.m.Namespaces = []string{c.NamespaceOr(req.Namespace)}
+	out := &contents{max: req.MaxSize, files: map[string][]byte{}}
+	out.m = Manifest{Kind: "capctl.io/v1alpha1 SupportBundle", Capctl: version.Get().GitVersion, Created: e.Clock().UTC(),
+		AllNamespaces: req.AllNamespaces, LeftOut: []Left{}}
+	var builders []*builder
+	if !e.Several() {
+		c, err := e.Single()
+		if err != nil {
+			return nil, err
+		}
+		b := &builder{contents: out, c: c, e: e, req: req, member: e.Management[0]}
+		out.m.ManagementCluster, out.m.Server = c.ContextName, c.Config.Host
+		if !req.AllNamespaces {
+			b.namespace = c.NamespaceOr(req.Namespace)
+			out.m.Namespaces = []string{b.namespace}
+		}
+		builders = append(builders, b)
+	} else {
+		for _, m := range e.Management {
+			bd := Bundled{Context: m.Context}
+			if m.Err != nil {
+				bd.Error = m.Err.Error()
+				out.leave(m.Context, "management cluster not read: "+bd.Error)
+				out.m.ManagementClusters = append(out.m.ManagementClusters, bd)
+				continue
+			}
+			bd.Dir, bd.Server = contextDir(m.Context), m.Client.Config.Host
+			b := &builder{contents: out, c: m.Client, e: e, req: req, member: m, dir: bd.Dir}
+			if !req.AllNamespaces {
+				b.namespace = m.Client.NamespaceOr(req.Namespace)
+				bd.Namespace = b.namespace
+			}
+			out.m.ManagementClusters = append(out.m.ManagementClusters, bd)
+			builders = append(builders, b)
+		}
 	}
-	if err := b.collect(ctx); err != nil {
-		return nil, err
+	for _, b := range builders {
+		if len(builders) > 1 || e.Several() {
+			e.Step("Reading management cluster " + b.member.Context)
+		}
+		if err := b.collect(ctx); err != nil {
+			return nil, err
+		}
 	}
-	data, err := b.archive()
+	if req.Views != nil {
+		e.Step("Computing the describe and diagnose views")
+		if err := out.views(ctx, e, req, builders); err != nil {
+			return nil, err
+		}
+	}
+	data, err := out.archive()
 	if err != nil {
 		return nil, err
 	}
 	if err := output.WritePrivateFile(req.Output, data); err != nil {
 		return nil, err
 	}
-	return &Result{Path: req.Output, Bytes: int64(len(data)), Manifest: b.m}, nil
+	return &Result{Path: req.Output, Bytes: int64(len(data)), Manifest: out.m}, nil
 }
 
-// builder collects one bundle's files.
-type builder struct {
-	c     *cluster.Client
-	e     env.Env
-	req   Request
-	reads authz.Reads
+// contextDir is the folder of a management cluster in a bundle over several: its context name,
+// made a plain path segment.
+func contextDir(context string) string {
+	r := strings.NewReplacer("/", "_", "\\", "_", "..", "__")
+	return r.Replace(context) + "/"
+}
+
+// contents is the bundle being written: its manifest and files, in order, within the size bound.
+type contents struct {
 	m     Manifest
 	files map[string][]byte
 	order []string
@@ -203,8 +264,28 @@ type builder struct {
 	max   int64
 }
 
+// builder collects one management cluster's files into the bundle, under dir ("" for a bundle
+// of one management cluster).
+type builder struct {
+	*contents
+	c      *cluster.Client
+	e      env.Env
+	member multicluster.Member
+	req    Request
+	reads  authz.Reads
+	dir    string
+	// namespace is the selected namespace ("" with all namespaces).
+	namespace string
+}
+
+// add puts one file of this management cluster in the bundle.
+func (b *builder) add(name string, v any) { b.contents.add(b.dir+name, v) }
+
+// leave names something of this management cluster the bundle does not hold.
+func (b *builder) leave(what, why string) { b.contents.leave(b.dir+what, why) }
+
 // add puts one file in the bundle, or leaves it out (named) when the size bound is reached.
-func (b *builder) add(name string, v any) {
+func (b *contents) add(name string, v any) {
 	data, ok := v.([]byte)
 	if !ok {
 		var err error
@@ -223,13 +304,13 @@ func (b *builder) add(name string, v any) {
 	b.m.Files = append(b.m.Files, File{Name: name, Bytes: len(data)})
 }
 
-func (b *builder) leave(what, why string) {
+func (b *contents) leave(what, why string) {
 	b.m.LeftOut = append(b.m.LeftOut, Left{What: what, Why: why})
 }
 
 // inSelection tells whether a namespaced object of namespace ns is in the bundle's selection.
 func (b *builder) inSelection(ns string) bool {
-	return b.req.AllNamespaces || ns == "" || len(b.m.Namespaces) > 0 && ns == b.m.Namespaces[0]
+	return b.req.AllNamespaces || ns == "" || ns == b.namespace
 }
 
 func (b *builder) collect(ctx context.Context) error {
@@ -265,47 +346,52 @@ func (b *builder) collect(ctx context.Context) error {
 	if err := b.secrets(ctx); err != nil {
 		return err
 	}
-	for _, ns := range b.m.Namespaces {
-		if err := b.events(ctx, ns); err != nil {
+	if b.namespace != "" {
+		if err := b.events(ctx, b.namespace); err != nil {
 			return err
 		}
 	}
-	if b.req.Views != nil {
-		b.e.Step("Computing the describe and diagnose views")
-		if err := b.views(ctx); err != nil {
-			return err
-		}
-	}
-	b.m.Unread = b.reads.Unread()
-	for _, u := range b.m.Unread {
+	unread := b.reads.Unread()
+	b.m.Unread = append(b.m.Unread, unread...)
+	for _, u := range unread {
 		b.leave(u.Resource, "cannot "+u.Verb+": "+u.Reason)
 	}
 	return nil
 }
 
-// views computes the request's views on a recorded copy of the management cluster's client and
-// bundles them with the record (ReplayFile), which answers the same reads offline.
-func (b *builder) views(ctx context.Context) error {
-	rec := replay.NewRecorder()
-	cfg := rest.CopyConfig(b.c.Config)
-	live := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if live != nil {
-			rt = live(rt)
+// views computes the request's views over the bundled management clusters, each reached through
+// a recorded copy of its client, and bundles them with each cluster's record (ReplayFile, in its
+// folder), which answers the same reads offline.
+func (out *contents) views(ctx context.Context, e env.Env, req Request, builders []*builder) error {
+	ve := e
+	ve.Management = append([]multicluster.Member(nil), e.Management...)
+	recs := make([]*replay.Recorder, len(builders))
+	for i, b := range builders {
+		recs[i] = replay.NewRecorder()
+		cfg := rest.CopyConfig(b.c.Config)
+		live, rec := cfg.WrapTransport, recs[i]
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if live != nil {
+				rt = live(rt)
+			}
+			return rec.Wrap(rt)
 		}
-		return rec.Wrap(rt)
+		rc, err := cluster.NewForConfig(cfg, cluster.Options{ReadOnly: true}, b.c.KubeconfigPath, b.c.ContextName, b.c.Namespace)
+		if err != nil {
+			return err
+		}
+		// In the members' order; those that could not be read stay as they are.
+		for j := range ve.Management {
+			if ve.Management[j].Context == b.member.Context {
+				ve.Management[j] = multicluster.Member{Context: b.member.Context, Client: rc, UID: b.member.UID}
+			}
+		}
 	}
-	rc, err := cluster.NewForConfig(cfg, cluster.Options{ReadOnly: true}, b.c.KubeconfigPath, b.c.ContextName, b.c.Namespace)
-	if err != nil {
-		return err
-	}
-	ve := b.e
-	ve.Management = []multicluster.Member{{Context: b.e.Management[0].Context, Client: rc, UID: b.e.Management[0].UID}}
-	created := b.m.Created
+	created := out.m.Created
 	ve.Now = func() time.Time { return created }
-	views, err := b.req.Views(ctx, ve, b.req.Namespace, b.req.AllNamespaces)
+	views, err := req.Views(ctx, ve, req.Namespace, req.AllNamespaces)
 	if err != nil {
-		b.leave("describe.json, diagnose.json, "+ReplayFile, "the views could not be computed: "+err.Error())
+		out.leave("describe.json, diagnose.json, "+ReplayFile, "the views could not be computed: "+err.Error())
 		return nil
 	}
 	names := make([]string, 0, len(views))
@@ -314,9 +400,11 @@ func (b *builder) views(ctx context.Context) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		b.add(n, views[n])
+		out.add(n, views[n])
 	}
-	b.add(ReplayFile, rec.Recording())
+	for i, b := range builders {
+		b.add(ReplayFile, recs[i].Recording())
+	}
 	return nil
 }
 
@@ -359,7 +447,7 @@ func (b *builder) objects(ctx context.Context, crd *apiextensionsv1.CustomResour
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v, Kind: crd.Spec.Names.ListKind})
 	var opts []client.ListOption
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped && !b.req.AllNamespaces {
-		opts = append(opts, client.InNamespace(b.m.Namespaces[0]))
+		opts = append(opts, client.InNamespace(b.namespace))
 	}
 	ok, err := b.reads.List(ctx, b.c.Client, list, opts...)
 	if err != nil {
@@ -501,7 +589,7 @@ func (b *builder) secrets(ctx context.Context) error {
 	list := &corev1.SecretList{}
 	var opts []client.ListOption
 	if !b.req.AllNamespaces {
-		opts = append(opts, client.InNamespace(b.m.Namespaces[0]))
+		opts = append(opts, client.InNamespace(b.namespace))
 	}
 	ok, err := b.reads.List(ctx, b.c.Client, list, opts...)
 	if err != nil || !ok {
@@ -543,7 +631,7 @@ func shorten(s string) string {
 }
 
 // archive writes the manifest and the files into a gzipped tar, in a stable order.
-func (b *builder) archive() ([]byte, error) {
+func (b *contents) archive() ([]byte, error) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)

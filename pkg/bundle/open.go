@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/replay"
 )
 
@@ -75,34 +77,63 @@ func (o *Opened) File(name string) ([]byte, bool) {
 	return b, ok
 }
 
-// Env is the run's environment for a command replayed from the bundle: one management cluster,
-// the one the bundle was made of, answered by the bundle's record (no kubeconfig is read, nothing
-// is dialled), and the bundle's time as the clock.
+// Env is the run's environment for a command replayed from the bundle: the management cluster
+// the bundle was made of, or each of several (as --contexts chose them), answered by the bundle's
+// records (no kubeconfig is read, nothing is dialled), and the bundle's time as the clock.
 func (o *Opened) Env() (env.Env, error) {
-	data, ok := o.files[ReplayFile]
+	created := o.Manifest.Created
+	var e env.Env
+	if len(o.Manifest.ManagementClusters) == 0 {
+		ns := ""
+		if len(o.Manifest.Namespaces) > 0 {
+			ns = o.Manifest.Namespaces[0]
+		}
+		c, err := o.client("", o.Manifest.ManagementCluster, ns)
+		if err != nil {
+			return env.Env{}, err
+		}
+		e = env.One(c)
+	} else {
+		e.Chosen = true
+		for _, m := range o.Manifest.ManagementClusters {
+			if m.Error != "" {
+				e.Management = append(e.Management, multicluster.Member{Context: m.Context, Err: errors.New(m.Error)})
+				continue
+			}
+			if m.Dir != contextDir(m.Context) {
+				return env.Env{}, fmt.Errorf("--from-bundle %s: management cluster %q is in folder %q, not %q: the manifest was not written by capctl", o.Path, m.Context, m.Dir, contextDir(m.Context))
+			}
+			c, err := o.client(m.Dir, m.Context, m.Namespace)
+			if err != nil {
+				return env.Env{}, err
+			}
+			e.Management = append(e.Management, multicluster.Member{Context: m.Context, Client: c})
+		}
+	}
+	e.Now = func() time.Time { return created }
+	return e, nil
+}
+
+// client is the replay client of the management cluster whose record is in folder dir.
+func (o *Opened) client(dir, context, namespace string) (*cluster.Client, error) {
+	name := dir + ReplayFile
+	data, ok := o.files[name]
 	if !ok {
 		why := "it was made by a capctl that did not record its views"
 		for _, l := range o.Manifest.LeftOut {
-			if strings.Contains(l.What, ReplayFile) {
+			if strings.Contains(l.What, name) {
 				why = "it was left out: " + l.Why
 			}
 		}
-		return env.Env{}, fmt.Errorf("--from-bundle %s: the bundle has no %s to replay (%s); make a new one with `capctl diagnose bundle`", o.Path, ReplayFile, why)
+		return nil, fmt.Errorf("--from-bundle %s: the bundle has no %s to replay (%s); make a new one with `capctl diagnose bundle`", o.Path, name, why)
 	}
 	var rec replay.Recording
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&rec); err != nil {
-		return env.Env{}, fmt.Errorf("--from-bundle %s: %s: %w", o.Path, ReplayFile, err)
+		return nil, fmt.Errorf("--from-bundle %s: %s: %w", o.Path, name, err)
 	}
-	ns := ""
-	if len(o.Manifest.Namespaces) > 0 {
-		ns = o.Manifest.Namespaces[0]
-	}
-	c, err := replay.Client(&rec, o.Manifest.ManagementCluster, ns)
+	c, err := replay.Client(&rec, context, namespace)
 	if err != nil {
-		return env.Env{}, fmt.Errorf("--from-bundle %s: %w", o.Path, err)
+		return nil, fmt.Errorf("--from-bundle %s: %s: %w", o.Path, name, err)
 	}
-	created := o.Manifest.Created
-	e := env.One(c)
-	e.Now = func() time.Time { return created }
-	return e, nil
+	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/kubeconfig"
 )
 
@@ -117,7 +118,7 @@ func FetchWorkload(ctx context.Context, c client.Client, namespace, name string,
 // no kubeconfig, only what was read through them.
 type WorkloadRecord struct {
 	mu sync.Mutex
-	// Clusters are the reads by "namespace/name".
+	// Clusters are the reads by workloadKey: "context/namespace/name".
 	Clusters map[string]*Workload `json:"clusters"`
 }
 
@@ -130,7 +131,7 @@ func (r *WorkloadRecord) Recording(read WorkloadFunc) WorkloadFunc {
 		if r.Clusters == nil {
 			r.Clusters = map[string]*Workload{}
 		}
-		r.Clusters[namespace+"/"+name] = w
+		r.Clusters[workloadKey(c, namespace, name)] = w
 		return w
 	}
 }
@@ -139,9 +140,19 @@ func (r *WorkloadRecord) Recording(read WorkloadFunc) WorkloadFunc {
 // is left unread (nil), as diagnose leaves one it does not need: never an unreachable finding
 // the live cluster did not give.
 func (r *WorkloadRecord) Replay() WorkloadFunc {
-	return func(_ context.Context, _ client.Client, namespace, name string, _ time.Duration) *Workload {
+	return func(_ context.Context, c client.Client, namespace, name string, _ time.Duration) *Workload {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.Clusters[namespace+"/"+name]
+		return r.Clusters[workloadKey(c, namespace, name)]
 	}
+}
+
+// workloadKey names a workload cluster in a record: its management cluster's kubeconfig context
+// (a bundle may hold several; the replay's client carries the same), namespace and name.
+func workloadKey(c client.Client, namespace, name string) string {
+	context := ""
+	if cc, ok := c.(*cluster.Client); ok {
+		context = cc.ContextName
+	}
+	return context + "/" + namespace + "/" + name
 }
