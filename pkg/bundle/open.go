@@ -28,9 +28,9 @@ type Opened struct {
 	files    map[string][]byte
 }
 
-// Open reads a bundle file. The file is input from anyone: its uncompressed size is bounded by
-// --max-input-size, its names must be plain relative paths, and it must start with a capctl
-// manifest.
+// Open reads a bundle file. The file is input from anyone: its uncompressed size is bounded (by
+// DefaultMaxSize, the bound diagnose bundle writes within by default, or a larger
+// --max-input-size), its names must be plain relative paths, and it must hold a capctl manifest.
 func Open(ctx context.Context, file string) (*Opened, error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -41,7 +41,7 @@ func Open(ctx context.Context, file string) (*Opened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--from-bundle %s: not a gzipped bundle (capctl diagnose bundle writes one): %w", file, err)
 	}
-	tr := tar.NewReader(userinput.NewLimitReader(ctx, gz, file, userinput.Max(), userinput.Flag))
+	tr := tar.NewReader(userinput.NewLimitReader(ctx, gz, file, max(userinput.Max(), DefaultMaxSize), userinput.Flag))
 	o := &Opened{Path: file, files: map[string][]byte{}}
 	for {
 		hdr, err := tr.Next()
