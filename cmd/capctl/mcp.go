@@ -22,6 +22,8 @@ type MCPOptions struct {
 	deps
 	mcpserver.Request
 	FromBundle fromBundle
+	// Contexts are the management clusters of --contexts/--all-contexts.
+	Contexts multicluster.Selection
 
 	flags *pflag.FlagSet
 }
@@ -49,7 +51,11 @@ servers); --http serves the streamable HTTP transport on a loopback address inst
 
 With --from-bundle FILE the server answers from a support bundle (capctl diagnose bundle), with
 no kubeconfig: the tools a bundle answers (describe_cluster, describe_clusters,
-diagnose_cluster, diagnose_clusters, get_providers), as the cluster was when it was made.`),
+diagnose_cluster, diagnose_clusters, get_providers), as the cluster was when it was made.
+
+With --contexts a,b or --all-contexts the tools that work over several management clusters
+(describe_clusters, diagnose_clusters, get_providers, upgrade_plan, topology_plan) are served
+over them, each answer one view naming every row's management cluster.`),
 		Example: strings.TrimSpace(`
   # register with an assistant that starts local servers (its MCP configuration):
   #   {"mcpServers": {"capctl": {"command": "capctl", "args": ["mcp", "--kubeconfig", "/home/me/.kube/mgmt"]}}}
@@ -61,6 +67,7 @@ diagnose_cluster, diagnose_clusters, get_providers), as the cluster was when it 
 	cmd.RunE = leafRun(o, o.complete, runF, runMCP)
 	cmd.Flags().StringVar(&o.HTTP, "http", "", "Serve the streamable HTTP transport at this loopback address (127.0.0.1:PORT) instead of standard input and output")
 	addFromBundleFlag(cmd, &o.FromBundle)
+	addContextsFlags(cmd, &o.Contexts)
 	o.flags = cmd.Flags()
 	return cmd
 }
@@ -73,6 +80,9 @@ func (o *MCPOptions) complete([]string) error {
 	o.Version = version.Get().GitVersion
 	if err := o.Request.Validate(); err != nil {
 		return usageError{err}
+	}
+	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
+		return err
 	}
 	return o.FromBundle.check(o.flags)
 }
@@ -98,11 +108,17 @@ func runMCP(ctx context.Context, o *MCPOptions) error {
 	} else {
 		opts := o.ClusterOptions()
 		opts.ReadOnly = true
-		c, err := cluster.Connect(ctx, opts)
+		var err error
+		e, err = env.Open(ctx, o.Contexts,
+			func(ctx context.Context) (*cluster.Client, error) { return cluster.Connect(ctx, opts) },
+			func(ctx context.Context, sel multicluster.Selection) ([]multicluster.Member, error) {
+				several := opts
+				several.Context = ""
+				return multicluster.Open(ctx, several, sel)
+			})
 		if err != nil {
 			return err
 		}
-		e = env.One(c)
 		o.wire(&e)
 		o.Source = opts
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -178,27 +179,8 @@ func fromBundle(t *testing.T, s *session) {
 	cmd := exec.CommandContext(ctx, s.bin, "mcp", "--from-bundle", file, "--config", s.config)
 	cmd.Env = append(s.command(ctx).Env, "KUBECONFIG="+filepath.Join(t.TempDir(), "no-kubeconfig"))
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "capctl-test", Version: "v0"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to capctl mcp --from-bundle: %v\n%s", err, stderr.String())
-	}
+	session := serves(ctx, t, cmd, &stderr, mcpserver.Replayable)
 	defer session.Close()
-	tools, err := session.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	want := append([]string(nil), mcpserver.Replayable...)
-	sort.Strings(want)
-	if strings.Join(names, ",") != strings.Join(want, ",") {
-		t.Errorf("tools from a bundle: %v, want %v", names, want)
-	}
 	for tool, recorded := range map[string]string{"describe_clusters": "describe.json", "diagnose_clusters": "diagnose.json"} {
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"allNamespaces": true}})
 		if err != nil || res.IsError || len(res.Content) == 0 {
@@ -211,6 +193,62 @@ func fromBundle(t *testing.T, s *session) {
 		if tc == nil || json.Compact(&got, []byte(tc.Text)) != nil || json.Compact(&wantJSON, data) != nil || got.String() != wantJSON.String() {
 			t.Errorf("%s from a bundle is not the bundle's %s:\n got %.500s\nwant %.500s", tool, recorded, got.String(), wantJSON.String())
 		}
+	}
+}
+
+// serves connects a client to the capctl mcp process of cmd and checks it lists exactly the tools
+// want.
+func serves(ctx context.Context, t *testing.T, cmd *exec.Cmd, stderr *strings.Builder, want []string) *mcp.ClientSession {
+	t.Helper()
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "capctl-test", Version: "v0"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	want = slices.Sorted(slices.Values(want))
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("%s lists the tools %v, want %v", strings.Join(cmd.Args, " "), names, want)
+	}
+	return session
+}
+
+// overContexts: `capctl mcp --all-contexts` over the two test API servers serves the tools that
+// work over several management clusters, and describe_clusters answers one view of both.
+func overContexts(t *testing.T, s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kubeconfigs := s.te.KubeconfigAs(t, "mgmt-a") + string(os.PathListSeparator) + s.target.KubeconfigAs(t, "mgmt-b")
+	cmd := exec.CommandContext(ctx, s.bin, "mcp", "--all-contexts", "--config", s.config)
+	cmd.Env = append(s.command(ctx).Env, "KUBECONFIG="+kubeconfigs)
+	var stderr strings.Builder
+	session := serves(ctx, t, cmd, &stderr, mcpserver.Several)
+	defer session.Close()
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "describe_clusters", Arguments: map[string]any{"allNamespaces": true}})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("describe_clusters over two management clusters: %v %+v\n%s", err, res, stderr.String())
+	}
+	var view struct {
+		Clusters []struct {
+			ManagementCluster string `json:"managementCluster"`
+			Name              string `json:"name"`
+		} `json:"clusters"`
+		ManagementClusters []struct {
+			Name string `json:"name"`
+		} `json:"managementClusters"`
+	}
+	tc, _ := res.Content[0].(*mcp.TextContent)
+	if tc == nil || json.Unmarshal([]byte(tc.Text), &view) != nil || len(view.ManagementClusters) != 2 || len(view.Clusters) != 2 || view.Clusters[0].ManagementCluster != "mgmt-a" {
+		t.Errorf("describe_clusters over two management clusters: %.800s", res.Content)
 	}
 }
 
@@ -410,5 +448,6 @@ func TestMCPServer(t *testing.T) {
 	t.Run("every tool reads only", func(t *testing.T) { everyToolReadsOnly(t, s) })
 	t.Run("external client and conformance", func(t *testing.T) { externalClientAndConformance(t, s) })
 	t.Run("from a bundle", func(t *testing.T) { fromBundle(t, s) })
+	t.Run("over two management clusters", func(t *testing.T) { overContexts(t, s) })
 	s.checkNoWrites(t)
 }

@@ -62,6 +62,10 @@ type Request struct {
 // Replayable are the tools a support bundle answers: the views whose reads it recorded.
 var Replayable = []string{"describe_cluster", "describe_clusters", "diagnose_cluster", "diagnose_clusters", "get_providers"}
 
+// Several are the tools that work over several management clusters (an Env of --contexts, or a
+// bundle of several): their commands take --contexts.
+var Several = []string{"describe_clusters", "diagnose_clusters", "get_providers", "upgrade_plan", "topology_plan"}
+
 // Validate checks the request before anything listens.
 func (r Request) Validate() error {
 	if r.HTTP == "" {
@@ -134,6 +138,9 @@ func NewServer(e env.Env, req Request) *mcp.Server {
 	r := registry{s: s}
 	if req.Bundle != "" {
 		r.only = Replayable
+	}
+	if e.Several() {
+		r.only = slices.DeleteFunc(slices.Clone(Several), func(name string) bool { return r.only != nil && !slices.Contains(r.only, name) })
 	}
 	t.register(r)
 	return s
