@@ -3,6 +3,8 @@ package livemgmt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -189,10 +191,15 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 			k.logf("injecting the CA into CRD %s: %v", crd.Name, err)
 			continue
 		}
+		k.logf("injected the CA of %s (%s) into %s", from, caFingerprint(ca), id)
 		k.injected[id] = crd.ResourceVersion
 	}
+	// Webhook configurations are read from the API server itself, not the informers: a stale
+	// informer view once showed a re-created configuration as already injected for minutes
+	// (every admission call failing "certificate signed by unknown authority" until the watch
+	// restarted). There are a handful of them; two small LISTs a second cost little.
 	vwcs := &admissionv1.ValidatingWebhookConfigurationList{}
-	if err := k.r.List(ctx, vwcs); err != nil {
+	if err := k.c.Client.List(ctx, vwcs); err != nil {
 		return err
 	}
 	for i := range vwcs.Items {
@@ -208,7 +215,7 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 		})
 	}
 	mwcs := &admissionv1.MutatingWebhookConfigurationList{}
-	if err := k.r.List(ctx, mwcs); err != nil {
+	if err := k.c.Client.List(ctx, mwcs); err != nil {
 		return err
 	}
 	for i := range mwcs.Items {
@@ -245,8 +252,15 @@ func (k *kubelet) injectHooks(ctx context.Context, obj client.Object, id string,
 			k.logf("injecting the CA into %s: %v", id, err)
 			return
 		}
+		k.logf("injected the CA of %s (%s) into %s at resourceVersion %s", from, caFingerprint(ca), id, obj.GetResourceVersion())
 	}
 	k.injected[id] = obj.GetResourceVersion()
+}
+
+// caFingerprint names a CA bundle in the log: the first bytes of its SHA-256.
+func caFingerprint(ca []byte) string {
+	sum := sha256.Sum256(ca)
+	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
 func (k *kubelet) mergePatch(ctx context.Context, obj client.Object, patch map[string]any) error {

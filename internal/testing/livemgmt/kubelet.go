@@ -36,9 +36,9 @@ const NodeName = "livemgmt-host"
 type kubelet struct {
 	c *Cluster
 	// r reads what the sync loop looks at every second (pods, Services, EndpointSlices,
-	// Secrets, Certificates, CRDs, webhook configurations) from informers: one watch per kind
-	// instead of a LIST per kind per second, which was most of an idle management cluster's API
-	// server CPU. Writes, the heartbeat and Secret mounts go to the API server directly. A read
+	// Secrets, Certificates, CRDs) from informers: one watch per kind instead of a LIST per kind
+	// per second, which was most of an idle management cluster's API server CPU. Writes, the
+	// heartbeat, Secret mounts and webhook configurations go to the API server directly. A read
 	// may lag a write by a moment; every step of the loop is level-based and runs again a second
 	// later.
 	r    client.Reader
