@@ -5,10 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/templates"
 )
@@ -100,22 +100,19 @@ func runGenerateCluster(ctx context.Context, o *generateClusterOptions) error {
 }
 
 func generateCluster(ctx context.Context, o *generateClusterOptions) error {
-	cfg, err := o.Config(ctx)
-	if err != nil {
-		return err
-	}
 	r := o.Request
-	r.Config, r.Kubeconfig, r.Stdin, r.Log = cfg, o.Kubeconfig(), o.IO.In, o.Logger()
-	r.Connect = func(ctx context.Context) (client.Client, error) { return o.Cluster(ctx) }
-	r.Repository = func(ctx context.Context) (*repository.Client, error) { return o.Repository(ctx, o.Offline) }
+	r.Kubeconfig, r.Stdin = o.Kubeconfig(), o.IO.In
+	// The management cluster is reached only when the template's source asks (Dial).
+	e := env.Env{Dial: o.Cluster, Config: o.Config, Log: o.Logger(),
+		Repository: func(ctx context.Context) (*repository.Client, error) { return o.Repository(ctx, o.Offline) }}
 	if o.ListFlavors {
-		fl, err := templates.ListFlavors(ctx, r)
+		fl, err := templates.ListFlavors(ctx, e, r)
 		if err != nil {
 			return err
 		}
 		return fl.RenderFlavors(o.IO.Out, o.IO.ErrOut, o.Output)
 	}
-	res, err := templates.GenerateCluster(ctx, r)
+	res, err := templates.GenerateCluster(ctx, e, r)
 	if err != nil {
 		return err
 	}

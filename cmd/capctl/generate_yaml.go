@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/templates"
 )
 
@@ -52,13 +53,9 @@ func runGenerateYAML(ctx context.Context, o *generateYAMLOptions) error {
 }
 
 func generateYAML(ctx context.Context, o *generateYAMLOptions) error {
-	cfg, err := o.Config(ctx)
-	if err != nil {
-		return err
-	}
 	r := o.Request
-	r.Config, r.Stdin, r.Log = cfg, o.IO.In, o.Logger()
-	res, err := templates.GenerateYAML(ctx, r)
+	r.Stdin = o.IO.In
+	res, err := templates.GenerateYAML(ctx, env.Env{Config: o.Config, Log: o.Logger()}, r)
 	if err != nil {
 		return err
 	}

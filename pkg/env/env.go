@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
 	"github.com/capctl/capctl/pkg/multicluster"
@@ -31,6 +32,13 @@ type Env struct {
 	// Target is the other cluster of a command that has one (move's --to-kubeconfig), nil
 	// otherwise.
 	Target *cluster.Client
+	// Dial and DialTarget connect the management cluster and the other cluster on first use, for
+	// a verb whose mode decides whether it needs one (move from a backup directory needs no
+	// source; generate cluster consults the management cluster only when its template asks).
+	// Management and Target, when set, win: Cluster and TargetCluster return them.
+	Dial, DialTarget func(context.Context) (*cluster.Client, error)
+	// Log is the run's logger (warnings at level 0, details above); nil discards.
+	Log *logging.Logger
 	// Config is the configuration (clusterctl.yaml and the environment), read on first use.
 	Config func(context.Context) (*config.Config, error)
 	// Repository is the provider repositories of the configuration (clusterctl.yaml), built on
@@ -100,6 +108,34 @@ func (e Env) SingleIn(namespace string) (*cluster.Client, string, error) {
 		return nil, "", err
 	}
 	return c, c.NamespaceOr(namespace), nil
+}
+
+// Cluster is the run's one management cluster: Management's, else Dial's (connected now, once
+// per call of Dial's own making), else why there is none.
+func (e Env) Cluster(ctx context.Context) (*cluster.Client, error) {
+	if len(e.Management) > 0 || e.Dial == nil {
+		return e.Single()
+	}
+	return e.Dial(ctx)
+}
+
+// TargetCluster is the run's other cluster: Target, else DialTarget's, else why there is none.
+func (e Env) TargetCluster(ctx context.Context) (*cluster.Client, error) {
+	switch {
+	case e.Target != nil:
+		return e.Target, nil
+	case e.DialTarget != nil:
+		return e.DialTarget(ctx)
+	}
+	return nil, errors.New("this run has no target cluster")
+}
+
+// Logger is Log, or one that discards.
+func (e Env) Logger() *logging.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return logging.Discard()
 }
 
 // Step reports a progress line when someone listens.

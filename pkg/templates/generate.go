@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
@@ -98,7 +99,11 @@ func (e *FlavorNotFoundError) Error() string {
 // GenerateCluster resolves the request, fetches the template from its source, includes the
 // ClusterClasses it needs (provider-repository source only, as clusterctl does) and renders it;
 // with ListVariables it lists the variables instead, with the values generation would use.
-func GenerateCluster(ctx context.Context, req ClusterRequest) (*ClusterResult, error) {
+func GenerateCluster(ctx context.Context, e env.Env, req ClusterRequest) (*ClusterResult, error) {
+	req, err := req.withEnv(ctx, e)
+	if err != nil {
+		return nil, err
+	}
 	p, err := req.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -144,7 +149,7 @@ func (r *ClusterRequest) prepare(ctx context.Context) (*prepared, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := r.Resolve()
+	res, err := r.Resolve(r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +161,10 @@ func (r *ClusterRequest) prepare(ctx context.Context) (*prepared, error) {
 		}
 	}
 	if r.Source.repositorySource() {
-		if r.Repository == nil {
+		if r.repository == nil {
 			return nil, errors.New("no provider repository client")
 		}
-		if p.repo, err = r.Repository(ctx); err != nil {
+		if p.repo, err = r.repository(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -171,8 +176,8 @@ func (r *ClusterRequest) prepare(ctx context.Context) (*prepared, error) {
 func (r *ClusterRequest) connect(ctx context.Context, res *Resolved) (client.Client, error) {
 	var c client.Client
 	err := errors.New("no management cluster connection")
-	if r.Connect != nil {
-		c, err = r.Connect(ctx)
+	if r.dial != nil {
+		c, err = r.dial(ctx)
 	}
 	switch {
 	case err == nil:
@@ -336,9 +341,13 @@ type FlavorList struct {
 }
 
 // ListFlavors lists the flavors of the infrastructure provider version req would use.
-func ListFlavors(ctx context.Context, req ClusterRequest) (*FlavorList, error) {
+func ListFlavors(ctx context.Context, e env.Env, req ClusterRequest) (*FlavorList, error) {
 	if !req.Source.repositorySource() || req.Source.Flavor != "" || req.ListVariables {
 		return nil, inputErrorf("--list-flavors lists a provider's templates: it cannot be combined with --from, --from-config-map, --flavor or --list-variables")
+	}
+	req, err := req.withEnv(ctx, e)
+	if err != nil {
+		return nil, err
 	}
 	p, err := req.prepare(ctx)
 	if err != nil {

@@ -2,13 +2,14 @@ package templates
 
 import (
 	"context"
-	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capctl/capctl/internal/testing/userinputtest"
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // TestGenerateYAMLBoundsItsInput: --from - with an endless pipe, --from /dev/zero (size 0
@@ -26,7 +27,7 @@ func TestGenerateYAMLBoundsItsInput(t *testing.T) {
 		"--from /dev/zero":   {From: "/dev/zero"},
 		"--values /dev/zero": {From: tmpl, Values: Values{File: "/dev/zero"}},
 	} {
-		_, err := GenerateYAML(ctx, req)
+		_, err := GenerateYAML(ctx, env.Env{}, req)
 		if !userinput.IsTooLarge(err) || !strings.Contains(err.Error(), "--max-input-size") {
 			t.Errorf("%s: %v, want the input bound", name, err)
 		}
@@ -41,7 +42,7 @@ func TestDuplicateKeysAreErrors(t *testing.T) {
 	if err := os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  name: z\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := GenerateYAML(ctx, YAMLRequest{From: tmpl})
+	_, err := GenerateYAML(ctx, env.Env{}, YAMLRequest{From: tmpl})
 	if err == nil || !strings.Contains(err.Error(), `key "name" is given twice`) || !strings.Contains(err.Error(), "line 10") {
 		t.Errorf("template with a duplicate key: %v, want line 10 named", err)
 	}
@@ -53,7 +54,7 @@ func TestDuplicateKeysAreErrors(t *testing.T) {
 	if err := os.WriteFile(vals, []byte("NAME: a\nOTHER: b\nNAME: c\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = GenerateYAML(ctx, YAMLRequest{From: good, Values: Values{File: vals}})
+	_, err = GenerateYAML(ctx, env.Env{}, YAMLRequest{From: good, Values: Values{File: vals}})
 	if err == nil || !strings.Contains(err.Error(), `line 3: key "NAME" is given twice`) {
 		t.Errorf("--values with a duplicate key: %v", err)
 	}

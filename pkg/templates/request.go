@@ -14,6 +14,7 @@ import (
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 	"github.com/capctl/capctl/pkg/variables"
@@ -41,21 +42,51 @@ type ClusterRequest struct {
 	// ListVariables lists the template's variables instead of substituting them.
 	ListVariables bool
 
-	// Config is the loaded config file (with the process environment); nil: none.
-	Config *config.Config
 	// Kubeconfig selects the management cluster; its context's namespace is read from the file
 	// (no connection).
 	Kubeconfig cluster.Options
-	// Connect reaches the management cluster; nil: there is none.
-	Connect func(context.Context) (client.Client, error)
-	// Repository builds the provider repository client (provider-repository source only).
-	Repository func(context.Context) (*repository.Client, error)
 	Stdin      io.Reader
 	HTTPClient *http.Client
-	// Log receives one-line warnings at level 0 (the management cluster could not be
-	// consulted, a token withheld) and details at level 1 (which template, which classes
-	// exist); nil discards them.
-	Log *logging.Logger
+
+	// What the run has at hand, taken from the env.Env by the verb (withEnv): the configuration
+	// (nil: none), the management cluster (reached on first use; nil: none), the provider
+	// repositories, and the logger (one-line warnings at level 0 — the management cluster could
+	// not be consulted, a token withheld — and details at level 1; nil discards).
+	cfg        *config.Config
+	dial       func(context.Context) (client.Client, error)
+	repository func(context.Context) (*repository.Client, error)
+	logger     *logging.Logger
+}
+
+// withEnv is req with what the run's Env has: its configuration (read now; none is no error),
+// its management cluster and provider repositories (reached on first use), its logger.
+func (r ClusterRequest) withEnv(ctx context.Context, e env.Env) (ClusterRequest, error) {
+	cfg, err := configOf(ctx, e)
+	if err != nil {
+		return r, err
+	}
+	r.cfg, r.logger = cfg, e.Log
+	if e.Dial != nil || len(e.Management) > 0 {
+		r.dial = func(ctx context.Context) (client.Client, error) {
+			c, err := e.Cluster(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	if e.Repository != nil {
+		r.repository = e.Repository
+	}
+	return r, nil
+}
+
+// configOf is the run's configuration, nil when the Env has none.
+func configOf(ctx context.Context, e env.Env) (*config.Config, error) {
+	if e.Config == nil {
+		return nil, nil
+	}
+	return e.Config(ctx)
 }
 
 // builtinFlags names the flag that sets each built-in variable (they cannot be --set).
@@ -161,14 +192,14 @@ const (
 	NamespaceFromDefault    = "no namespace in the kubeconfig context"
 )
 
-// Resolve computes the values of the request. It reads the --values file and the kubeconfig file
-// but reaches no server.
-func (r *ClusterRequest) Resolve() (*Resolved, error) {
+// Resolve computes the values of the request with the configuration cfg (nil: none). It reads
+// the --values file and the kubeconfig file but reaches no server.
+func (r *ClusterRequest) Resolve(cfg *config.Config) (*Resolved, error) {
 	vals, err := r.Values.parse(builtinFlags)
 	if err != nil {
 		return nil, err
 	}
-	user := vals.userLookup(r.Config)
+	user := vals.userLookup(cfg)
 	// The kubeconfig context's namespace is the default namespace (no network needed); a
 	// kubeconfig that does not load means no management cluster to consult.
 	_, _, _, kubeNS, kerr := cluster.LoadRESTConfig(r.Kubeconfig)
@@ -230,7 +261,7 @@ func machineCount(flag *int64, user variables.Lookup, name string, def, min int6
 // fetchOptions are the options of Fetch for this request; the raw-content host override is a
 // config value (environment or file).
 func (r *ClusterRequest) fetchOptions() FetchOptions {
-	return fetchOptions(r.Config, r.Stdin, r.HTTPClient, r.Log)
+	return fetchOptions(r.cfg, r.Stdin, r.HTTPClient, r.logger)
 }
 
 func fetchOptions(cfg *config.Config, stdin io.Reader, hc *http.Client, log *logging.Logger) FetchOptions {
@@ -243,13 +274,13 @@ func fetchOptions(cfg *config.Config, stdin io.Reader, hc *http.Client, log *log
 }
 
 func (r *ClusterRequest) warn(msg string) {
-	if r.Log != nil {
-		r.Log.Info(strings.Join(strings.Fields(msg), " "))
+	if r.logger != nil {
+		r.logger.Info(strings.Join(strings.Fields(msg), " "))
 	}
 }
 
 func (r *ClusterRequest) log(msg string, kv ...any) {
-	if r.Log != nil {
-		r.Log.V(1).Info(msg, kv...)
+	if r.logger != nil {
+		r.logger.V(1).Info(msg, kv...)
 	}
 }

@@ -70,9 +70,8 @@ func TestResolvePrecedence(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.req.Config = testConfig(t, cfgBody, c.env)
 			c.req.Kubeconfig = kubeconfigWithNamespace(t, "from-kc")
-			res, err := c.req.Resolve()
+			res, err := c.req.Resolve(testConfig(t, cfgBody, c.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,9 +95,10 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestListingShowsResolvedValues: --list-variables shows the values Resolve gives generation.
 func TestListingShowsResolvedValues(t *testing.T) {
-	req := &ClusterRequest{Name: "c1", Source: Source{From: "t.yaml"}, Config: testConfig(t, "CONTROL_PLANE_MACHINE_COUNT: \"3\"\nKUBERNETES_VERSION: v1.33.0\n", nil)}
+	req := &ClusterRequest{Name: "c1", Source: Source{From: "t.yaml"}}
+	cfg := testConfig(t, "CONTROL_PLANE_MACHINE_COUNT: \"3\"\nKUBERNETES_VERSION: v1.33.0\n", nil)
 	req.Kubeconfig = cluster.Options{Kubeconfig: filepath.Join(t.TempDir(), "none")}
-	res, err := req.Resolve()
+	res, err := req.Resolve(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,8 @@ func TestListingShowsResolvedValues(t *testing.T) {
 
 func TestResolveRejectsBadValues(t *testing.T) {
 	none := cluster.Options{Kubeconfig: filepath.Join(t.TempDir(), "none")}
-	req := ClusterRequest{Name: "c1", Source: Source{From: "t.yaml"}, Kubeconfig: none, Config: testConfig(t, "CONTROL_PLANE_MACHINE_COUNT: zero\n", nil)}
-	if _, err := req.Resolve(); err == nil || !strings.Contains(err.Error(), `invalid CONTROL_PLANE_MACHINE_COUNT "zero" from the environment or config`) {
+	req := ClusterRequest{Name: "c1", Source: Source{From: "t.yaml"}, Kubeconfig: none}
+	if _, err := req.Resolve(testConfig(t, "CONTROL_PLANE_MACHINE_COUNT: zero\n", nil)); err == nil || !strings.Contains(err.Error(), `invalid CONTROL_PLANE_MACHINE_COUNT "zero" from the environment or config`) {
 		t.Errorf("bad count from config: %v", err)
 	}
 	values := filepath.Join(t.TempDir(), "v.yaml")
@@ -133,7 +133,7 @@ func TestResolveRejectsBadValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	req = ClusterRequest{Name: "c1", Source: Source{From: "t.yaml"}, Kubeconfig: none, Values: Values{File: values}}
-	if _, err := req.Resolve(); !IsInputError(err) || !strings.Contains(err.Error(), "NAMESPACE is set by --target-namespace") {
+	if _, err := req.Resolve(nil); !IsInputError(err) || !strings.Contains(err.Error(), "NAMESPACE is set by --target-namespace") {
 		t.Errorf("built-in in --values: %v", err)
 	}
 	req = ClusterRequest{Name: "Bad_Name", Source: Source{From: "t.yaml"}}

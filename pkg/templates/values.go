@@ -10,9 +10,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/config"
+	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/variables"
 )
 
@@ -148,26 +148,27 @@ type YAMLRequest struct {
 	Values Values
 	// ListVariables lists the variables instead of substituting them.
 	ListVariables bool
-	// Config is the loaded config file (with the process environment); nil: none.
-	Config     *config.Config
 	Stdin      io.Reader
 	HTTPClient *http.Client
-	// Log receives warnings (a token withheld); nil discards them.
-	Log *logging.Logger
 }
 
 // GenerateYAML fetches the YAML and substitutes its variables (--set > --values > environment >
-// config file), or lists them.
-func GenerateYAML(ctx context.Context, req YAMLRequest) (*Result, error) {
+// the Env's configuration file), or lists them; the Env's logger hears warnings (a token
+// withheld).
+func GenerateYAML(ctx context.Context, e env.Env, req YAMLRequest) (*Result, error) {
 	vals, err := req.Values.parse(nil)
 	if err != nil {
 		return nil, err
 	}
-	b, name, err := Fetch(ctx, req.From, fetchOptions(req.Config, req.Stdin, req.HTTPClient, req.Log))
+	cfg, err := configOf(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	res, err := Render(ctx, Input{Name: name, Template: b, Lookup: vals.userLookup(req.Config), ListOnly: req.ListVariables})
+	b, name, err := Fetch(ctx, req.From, fetchOptions(cfg, req.Stdin, req.HTTPClient, e.Log))
+	if err != nil {
+		return nil, err
+	}
+	res, err := Render(ctx, Input{Name: name, Template: b, Lookup: vals.userLookup(cfg), ListOnly: req.ListVariables})
 	if err != nil {
 		return nil, missingVariables(err, "")
 	}
