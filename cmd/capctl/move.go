@@ -146,7 +146,7 @@ func (o *moveOptions) complete([]string) error {
 // runMove makes the one move.Run call and renders what it returned: the runbook, the plan, or
 // the report.
 func runMove(ctx context.Context, o *moveOptions) error {
-	res, err := move.Run(ctx, o.request)
+	res, err := move.Run(ctx, o.request.Connections(), o.request)
 	if res == nil {
 		return err
 	}

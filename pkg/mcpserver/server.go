@@ -295,7 +295,7 @@ func (t tools) register(s registry) {
 			if err := req.Validate(); err != nil {
 				return nil, err
 			}
-			res, err := move.Run(ctx, req)
+			res, err := move.Run(ctx, req.Connections(), req)
 			if err != nil {
 				return nil, err
 			}

@@ -352,8 +352,9 @@ func TestMoveAcrossContractsLossRefused(t *testing.T) {
 	total, before := seedV1beta1(t, old, ns, 1, map[string]any{"progressDeadlineSeconds": int64(900)})
 	const lossAt = "MachineDeployment/lossy/a-md-0: spec.progressDeadlineSeconds"
 
-	res, err := Run(ctx, Request{Source: cluster.Options{Kubeconfig: old.Kubeconfig}, Target: &cluster.Options{Kubeconfig: new.Kubeconfig},
-		DryRun: true, Options: Options{Scope: Scope{Namespace: ns}}})
+	req := Request{Source: cluster.Options{Kubeconfig: old.Kubeconfig}, Target: &cluster.Options{Kubeconfig: new.Kubeconfig},
+		DryRun: true, Options: Options{Scope: Scope{Namespace: ns}}}
+	res, err := Run(ctx, req.Connections(), req)
 	if !errors.Is(err, ErrConversionLoss) || !strings.Contains(err.Error(), lossAt) || !strings.Contains(err.Error(), "--accept-conversion-loss") {
 		t.Fatalf("dry run: %v", err)
 	}

@@ -305,8 +305,9 @@ func TestMoveRefusals(t *testing.T) {
 	}
 	// -v 5 logs every API request (through Run, which connects the clusters).
 	var vlog strings.Builder
-	_, err = Run(ctx, Request{Source: cluster.Options{Kubeconfig: src.Kubeconfig}, DryRun: true,
-		Options: Options{Scope: Scope{Namespace: "empty"}, Log: logging.New(&vlog, 5)}})
+	req := Request{Source: cluster.Options{Kubeconfig: src.Kubeconfig}, DryRun: true,
+		Options: Options{Scope: Scope{Namespace: "empty"}, Log: logging.New(&vlog, 5)}}
+	_, err = Run(ctx, req.Connections(), req)
 	if !errors.Is(err, ErrNothingToMove) || !strings.Contains(vlog.String(), `API request cluster="source" method="GET"`) {
 		t.Errorf("-v 5 dry run: %v\n%s", err, vlog.String())
 	}

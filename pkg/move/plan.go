@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // mode is what a Request does; Request.plan picks exactly one.
@@ -24,29 +25,38 @@ const (
 // plan is a Request resolved once: its mode, the clusters and directories it uses, and its
 // options with every default. The modes run from it; none derives the options again.
 type plan struct {
-	mode          mode
-	opts          Options
-	source        cluster.Options
-	target        *cluster.Options
+	mode mode
+	opts Options
+	// hasTarget: the request names a target cluster (the Env reaches it)
+	hasTarget     bool
 	fromDirectory string
 	toDirectory   string
+	// env reaches the clusters (set by run)
+	env env.Env
 }
 
-// plan validates the request and resolves it: the mode, the options' defaults (Options.defaults),
-// the settle time (--no-settle wins; DefaultSettle when 0), and with -v 5 a log line for every
-// API request of either cluster.
+// plan validates the request and resolves it: the mode, the options' defaults (Options.defaults)
+// and the settle time (--no-settle wins; DefaultSettle when 0).
 func (r Request) plan() (*plan, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	p := &plan{mode: r.mode(), opts: r.Options, source: r.Source, target: r.Target, fromDirectory: r.FromDirectory, toDirectory: r.ToDirectory}
+	p := &plan{mode: r.mode(), opts: r.Options, hasTarget: r.Target != nil, fromDirectory: r.FromDirectory, toDirectory: r.ToDirectory}
 	p.opts.defaults()
 	if r.NoSettle {
 		p.opts.Settle = 0
 	} else if p.opts.Settle == 0 {
 		p.opts.Settle = DefaultSettle
 	}
-	if l := p.opts.Log.V(5); l.Enabled() {
+	return p, nil
+}
+
+// Connections is the env.Env a command runs the request in: the source (Source) and the target
+// (Target) clusters, each connected when the request's mode first needs it (a restore from a
+// directory never reaches a source), with -v 5 a log line for every API request of either.
+func (r Request) Connections() env.Env {
+	src, dst := r.Source, r.Target
+	if l := r.Log.V(5); l.Enabled() {
 		logRequests := func(side string) func(string, string, int, time.Duration, error) {
 			return func(method, url string, status int, elapsed time.Duration, err error) {
 				if err != nil {
@@ -56,14 +66,18 @@ func (r Request) plan() (*plan, error) {
 				l.Info("API request", "cluster", side, "method", method, "url", url, "status", status, "ms", elapsed.Milliseconds())
 			}
 		}
-		p.source.OnRequest = logRequests("source")
-		if p.target != nil {
-			t := *p.target
+		src.OnRequest = logRequests("source")
+		if dst != nil {
+			t := *dst
 			t.OnRequest = logRequests("target")
-			p.target = &t
+			dst = &t
 		}
 	}
-	return p, nil
+	e := env.Env{Log: r.Log, Dial: func(ctx context.Context) (*cluster.Client, error) { return cluster.Connect(ctx, src) }}
+	if dst != nil {
+		e.DialTarget = func(ctx context.Context) (*cluster.Client, error) { return cluster.Connect(ctx, *dst) }
+	}
+	return e
 }
 
 // mode picks what a valid request does.
@@ -85,9 +99,10 @@ func (r Request) mode() mode {
 	return modeMove
 }
 
-// run connects the clusters the plan's mode needs (the source first, then the target) and runs
-// the mode.
-func (p *plan) run(ctx context.Context) (*Result, error) {
+// run reaches the clusters the plan's mode needs through e (the source first, then the target)
+// and runs the mode.
+func (p *plan) run(ctx context.Context, e env.Env) (*Result, error) {
+	p.env = e
 	res := &Result{}
 	switch p.mode {
 	case modeBackupDryRun:
@@ -108,7 +123,7 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 		return res, err
 	}
 
-	src, err := cluster.Connect(ctx, p.source)
+	src, err := e.Cluster(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +131,7 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	switch p.mode {
 	case modeAbandon:
 		var dst *cluster.Client
-		if p.target != nil {
+		if p.hasTarget {
 			if dst, err = p.connectTarget(ctx, res); err != nil {
 				return nil, err
 			}
@@ -145,9 +160,9 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	return res, err
 }
 
-// connectTarget connects the target cluster and names it in res.
+// connectTarget reaches the target cluster and names it in res.
 func (p *plan) connectTarget(ctx context.Context, res *Result) (*cluster.Client, error) {
-	dst, err := cluster.Connect(ctx, *p.target)
+	dst, err := p.env.TargetCluster(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster: %w", err)
 	}
@@ -169,7 +184,7 @@ func (p *plan) dryRun(ctx context.Context, src *cluster.Client, res *Result) (*R
 		return res, err
 	}
 	res.Plan, res.PlanSource = g, fmt.Sprintf("%s (%s)", src.Config.Host, scope)
-	if p.target == nil {
+	if !p.hasTarget {
 		return res, nil
 	}
 	dst, err := p.connectTarget(ctx, res)

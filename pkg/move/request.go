@@ -7,14 +7,16 @@ import (
 	"strings"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // Request is one `capctl move`: where from (a cluster or a backup directory), where to (a
-// cluster or a directory), or a dry run. Run connects the clusters it needs and does it.
+// cluster or a directory), or a dry run. Run reaches the clusters it needs through its Env
+// (Connections builds the one a command uses) and does it.
 type Request struct {
-	// Source selects the source management cluster (unused with FromDirectory).
+	// Source names the source management cluster (unused with FromDirectory).
 	Source cluster.Options
-	// Target selects the target management cluster; nil for a dry run or a backup.
+	// Target names the target management cluster; nil for a dry run or a backup.
 	Target *cluster.Options
 	// FromDirectory restores a backup into Target; ToDirectory writes a backup of the source.
 	FromDirectory string
@@ -138,13 +140,13 @@ func (s Scope) resolve(src *cluster.Client) Scope {
 	return s
 }
 
-// Run does the request: it resolves it once (Request.plan: validation, defaults, request
-// logging with -v 5), connects the clusters its mode needs and plans, moves, backs up or
-// restores.
-func Run(ctx context.Context, req Request) (*Result, error) {
+// Run does the request: it resolves it once (Request.plan: validation, defaults), reaches the
+// clusters its mode needs through e (e.Cluster the source, e.TargetCluster the target) and
+// plans, moves, backs up or restores.
+func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	p, err := req.plan()
 	if err != nil {
 		return nil, err
 	}
-	return p.run(ctx)
+	return p.run(ctx, e)
 }
