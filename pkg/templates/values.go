@@ -148,8 +148,8 @@ type YAMLRequest struct {
 	Values Values
 	// ListVariables lists the variables instead of substituting them.
 	ListVariables bool
-	Stdin      io.Reader
-	HTTPClient *http.Client
+	Stdin         io.Reader
+	HTTPClient    *http.Client
 }
 
 // GenerateYAML fetches the YAML and substitutes its variables (--set > --values > environment >
