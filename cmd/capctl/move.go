@@ -38,8 +38,10 @@ type moveOptions struct {
 	planReplacement  bool
 	output           output.Format
 
-	// request is the one feature call the flags make (filled by complete).
-	request move.Request
+	// request is the move flags as given, and mode the one mode request they ask for (both
+	// filled by complete).
+	request move.Flags
+	mode    move.Request
 }
 
 func newCmdMove(f *factory, runF func(*moveOptions) error) *cobra.Command {
@@ -121,7 +123,7 @@ func (o *moveOptions) complete([]string) error {
 	// API server warnings (deprecated kinds, ...) are shown once each, as kubectl does.
 	warnings := rest.NewWarningWriter(o.IO.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	src := o.ClusterOptions()
-	req := move.Request{
+	req := move.Flags{
 		Source:        src,
 		FromDirectory: o.fromDirectory, ToDirectory: o.toDirectory, DryRun: o.dryRun, NoSettle: o.noSettle, PlanReplacement: o.planReplacement, Abandon: o.abandon,
 		Options: move.Options{
@@ -136,17 +138,18 @@ func (o *moveOptions) complete([]string) error {
 	if o.toKubeconfig != "" {
 		req.Target = &cluster.Options{Kubeconfig: o.toKubeconfig, KubeconfigFlag: "--to-kubeconfig", Context: o.toContext, ConnectTimeout: src.ConnectTimeout, WarningHandler: warnings}
 	}
-	if err := req.Validate(); err != nil {
+	mode, err := req.Request()
+	if err != nil {
 		return usageError{err}
 	}
-	o.request = req
+	o.request, o.mode = req, mode
 	return nil
 }
 
 // runMove makes the one move.Run call and renders what it returned: the runbook, the plan, or
 // the report.
 func runMove(ctx context.Context, o *moveOptions) error {
-	res, err := move.Run(ctx, o.request.Connections(), o.request)
+	res, err := move.Run(ctx, o.request.Connections(), o.mode)
 	if res == nil {
 		return err
 	}

@@ -130,6 +130,9 @@ func (e Env) TargetCluster(ctx context.Context) (*cluster.Client, error) {
 	return nil, errors.New("this run has no target cluster")
 }
 
+// HasTarget reports whether the run has another cluster (Target or DialTarget).
+func (e Env) HasTarget() bool { return e.Target != nil || e.DialTarget != nil }
+
 // Logger is Log, or one that discards.
 func (e Env) Logger() *logging.Logger {
 	if e.Log != nil {

@@ -290,12 +290,13 @@ func (t tools) register(s registry) {
 	add(s, "move_plan_replacement", "Blue/green runbook", "The runbook for replacing this management cluster by another: contract jump, providers the new one needs, what moves and what conversion would lose (capctl move --plan-replacement -o json).",
 		func(ctx context.Context, a ReplacementArgs) (any, error) {
 			target := cluster.Options{Kubeconfig: a.ToKubeconfig, Context: a.ToContext, KubeconfigFlag: "toKubeconfig", ReadOnly: true}
-			req := move.Request{Source: t.source, Target: &target, PlanReplacement: true,
+			fl := move.Flags{Source: t.source, Target: &target, PlanReplacement: true,
 				Options: move.Options{Scope: move.Scope{Namespace: a.Namespace, AllNamespaces: a.AllNamespaces}, Log: logging.Discard()}}
-			if err := req.Validate(); err != nil {
+			req, err := fl.Request()
+			if err != nil {
 				return nil, err
 			}
-			res, err := move.Run(ctx, req.Connections(), req)
+			res, err := move.Run(ctx, fl.Connections(), req)
 			if err != nil {
 				return nil, err
 			}

@@ -352,9 +352,8 @@ func TestMoveAcrossContractsLossRefused(t *testing.T) {
 	total, before := seedV1beta1(t, old, ns, 1, map[string]any{"progressDeadlineSeconds": int64(900)})
 	const lossAt = "MachineDeployment/lossy/a-md-0: spec.progressDeadlineSeconds"
 
-	req := Request{Source: cluster.Options{Kubeconfig: old.Kubeconfig}, Target: &cluster.Options{Kubeconfig: new.Kubeconfig},
-		DryRun: true, Options: Options{Scope: Scope{Namespace: ns}}}
-	res, err := Run(ctx, req.Connections(), req)
+	fl := Flags{Source: cluster.Options{Kubeconfig: old.Kubeconfig}, Target: &cluster.Options{Kubeconfig: new.Kubeconfig}}
+	res, err := Run(ctx, fl.Connections(), &DryRunRequest{Options{Scope: Scope{Namespace: ns}}})
 	if !errors.Is(err, ErrConversionLoss) || !strings.Contains(err.Error(), lossAt) || !strings.Contains(err.Error(), "--accept-conversion-loss") {
 		t.Fatalf("dry run: %v", err)
 	}

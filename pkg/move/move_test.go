@@ -305,9 +305,13 @@ func TestMoveRefusals(t *testing.T) {
 	}
 	// -v 5 logs every API request (through Run, which connects the clusters).
 	var vlog strings.Builder
-	req := Request{Source: cluster.Options{Kubeconfig: src.Kubeconfig}, DryRun: true,
+	fl := Flags{Source: cluster.Options{Kubeconfig: src.Kubeconfig}, DryRun: true,
 		Options: Options{Scope: Scope{Namespace: "empty"}, Log: logging.New(&vlog, 5)}}
-	_, err = Run(ctx, req.Connections(), req)
+	req, err := fl.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(ctx, fl.Connections(), req)
 	if !errors.Is(err, ErrNothingToMove) || !strings.Contains(vlog.String(), `API request cluster="source" method="GET"`) {
 		t.Errorf("-v 5 dry run: %v\n%s", err, vlog.String())
 	}

@@ -2,18 +2,20 @@ package move
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 )
 
-// Request is one `capctl move`: where from (a cluster or a backup directory), where to (a
-// cluster or a directory), or a dry run. Run reaches the clusters it needs through its Env
-// (Connections builds the one a command uses) and does it.
-type Request struct {
+// Flags is one `capctl move` as its flags say it: where from (a cluster or a backup directory),
+// where to (a cluster or a directory), or a dry run. Request picks the one mode request they ask
+// for; Connections is the Env a command runs it in.
+type Flags struct {
 	// Source names the source management cluster (unused with FromDirectory).
 	Source cluster.Options
 	// Target names the target management cluster; nil for a dry run or a backup.
@@ -58,54 +60,70 @@ type Result struct {
 	Source, Target string
 }
 
-// Validate checks the request before anything connects.
-func (r Request) Validate() error {
-	if err := cluster.CheckNamespace(r.Scope.Namespace); err != nil {
-		return err
+// Validate checks the flags before anything connects (Request's checks).
+func (f Flags) Validate() error {
+	_, err := f.Request()
+	return err
+}
+
+// errAbandonWith is --abandon beside a flag of another mode.
+var errAbandonWith = errors.New("--abandon undoes an unfinished move: it cannot be combined with --dry-run, --resume, --restart-target, --plan-replacement or a directory (pass -n, and --to-kubeconfig for the move's target)")
+
+// errReplacementWith is --plan-replacement without a target or beside a flag of another mode.
+var errReplacementWith = errors.New("--plan-replacement plans the replacement of the source by the cluster of --to-kubeconfig and changes nothing: pass --to-kubeconfig, without --dry-run, --resume or a directory")
+
+// Request is the mode request the flags ask for, checked: first the rules of which flags go
+// together, then the chosen mode's own Validate.
+func (f Flags) Request() (Request, error) {
+	if err := cluster.CheckNamespace(f.Scope.Namespace); err != nil {
+		return nil, err
 	}
 	switch {
-	case r.Abandon && (r.DryRun || r.Resume || r.RestartTarget || r.FromDirectory != "" || r.ToDirectory != "" || r.PlanReplacement):
-		return fmt.Errorf("--abandon undoes an unfinished move: it cannot be combined with --dry-run, --resume, --restart-target, --plan-replacement or a directory (pass -n, and --to-kubeconfig for the move's target)")
-	case r.PlanReplacement && (r.Target == nil || r.DryRun || r.FromDirectory != "" || r.ToDirectory != "" || r.Resume):
-		return fmt.Errorf("--plan-replacement plans the replacement of the source by the cluster of --to-kubeconfig and changes nothing: pass --to-kubeconfig, without --dry-run, --resume or a directory")
-	case r.FromDirectory != "" && r.Source.Kubeconfig != "":
-		return fmt.Errorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
-	case r.Target != nil && sameKubeconfig(r.Source, *r.Target):
-		return fmt.Errorf("--to-kubeconfig is the source kubeconfig (%s, same context): the target must be another management cluster", r.Target.Kubeconfig)
-	case r.FromDirectory != "" && r.ToDirectory != "":
-		return fmt.Errorf("--from-directory and --to-directory cannot be used together")
-	case r.ToDirectory != "" && r.Target != nil:
-		return fmt.Errorf("--to-directory and --to-kubeconfig cannot be used together")
-	case r.FromDirectory != "" && (r.Scope.Namespace != "" || r.Scope.AllNamespaces || len(r.Scope.Clusters) > 0):
-		return fmt.Errorf("--from-directory restores the whole backup; -n, -A and --cluster do not apply")
-	case r.FromDirectory != "" && r.Target == nil && !r.DryRun:
-		return fmt.Errorf("--from-directory needs the target cluster: pass --to-kubeconfig")
-	case r.Target == nil && r.ToDirectory == "" && r.FromDirectory == "" && !r.DryRun && !r.Abandon:
-		return fmt.Errorf("please specify a target cluster using the --to-kubeconfig flag when not using --dry-run, --to-directory or --from-directory")
-	case r.DryRun && r.ToDirectory != "":
-		return fmt.Errorf("--dry-run writes nothing; it cannot be used with --to-directory")
-	case (r.Resume || r.RestartTarget) && (r.Target == nil || r.DryRun || r.FromDirectory != ""):
-		return fmt.Errorf("--resume and --restart-target finish a move to another cluster: pass --to-kubeconfig (and no --dry-run)")
-	case r.RestartTarget && !r.Resume:
-		return fmt.Errorf("--restart-target continues an unfinished move: use it with --resume")
-	case r.Scope.AllNamespaces && r.Scope.Namespace != "":
-		return fmt.Errorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	case f.Abandon && (f.DryRun || f.Resume || f.RestartTarget || f.FromDirectory != "" || f.ToDirectory != "" || f.PlanReplacement):
+		return nil, errAbandonWith
+	case f.PlanReplacement && (f.Target == nil || f.DryRun || f.FromDirectory != "" || f.ToDirectory != "" || f.Resume):
+		return nil, errReplacementWith
+	case f.FromDirectory != "" && f.Source.Kubeconfig != "":
+		return nil, fmt.Errorf("--from-directory restores into --to-kubeconfig; --kubeconfig (the source) cannot be used with it")
+	case f.Target != nil && sameKubeconfig(f.Source, *f.Target):
+		return nil, fmt.Errorf("--to-kubeconfig is the source kubeconfig (%s, same context): the target must be another management cluster", f.Target.Kubeconfig)
+	case f.FromDirectory != "" && f.ToDirectory != "":
+		return nil, fmt.Errorf("--from-directory and --to-directory cannot be used together")
+	case f.ToDirectory != "" && f.Target != nil:
+		return nil, fmt.Errorf("--to-directory and --to-kubeconfig cannot be used together")
+	case f.FromDirectory != "" && f.Target == nil && !f.DryRun && !f.hasScope():
+		return nil, fmt.Errorf("--from-directory needs the target cluster: pass --to-kubeconfig")
+	case f.Target == nil && f.ToDirectory == "" && f.FromDirectory == "" && !f.DryRun && !f.Abandon:
+		return nil, fmt.Errorf("please specify a target cluster using the --to-kubeconfig flag when not using --dry-run, --to-directory or --from-directory")
+	case f.DryRun && f.ToDirectory != "":
+		return nil, fmt.Errorf("--dry-run writes nothing; it cannot be used with --to-directory")
 	}
-	for _, c := range r.Scope.Clusters {
-		if c == "" || strings.Count(c, "/") > 1 || strings.HasPrefix(c, "/") || strings.HasSuffix(c, "/") {
-			return fmt.Errorf("invalid --cluster %q: use NAME or NAMESPACE/NAME", c)
-		}
-		if i := strings.Index(c, "/"); i >= 0 && !r.Scope.AllNamespaces && r.Scope.Namespace != "" && c[:i] != r.Scope.Namespace {
-			return fmt.Errorf("--cluster %q is not in namespace %q", c, r.Scope.Namespace)
-		}
+	req := f.mode()
+	if err := req.Validate(); err != nil {
+		return nil, err
 	}
-	if r.Settle < 0 {
-		return fmt.Errorf("--settle must not be negative (use --no-settle to skip the check)")
+	return req, nil
+}
+
+func (f Flags) hasScope() bool {
+	return f.Scope.Namespace != "" || f.Scope.AllNamespaces || len(f.Scope.Clusters) > 0
+}
+
+// mode is the request of the flags' mode.
+func (f Flags) mode() Request {
+	switch {
+	case f.FromDirectory != "":
+		return &RestoreRequest{Directory: f.FromDirectory, DryRun: f.DryRun, NoSettle: f.NoSettle, Options: f.Options}
+	case f.Abandon:
+		return &AbandonRequest{Options: f.Options}
+	case f.PlanReplacement:
+		return &ReplacementRequest{Options: f.Options}
+	case f.DryRun:
+		return &DryRunRequest{Options: f.Options}
+	case f.ToDirectory != "":
+		return &BackupRequest{Directory: f.ToDirectory, Options: f.Options}
 	}
-	if r.Parallelism < 0 || r.Parallelism > MaxParallelism {
-		return fmt.Errorf("--parallelism must be between 1 and %d", MaxParallelism)
-	}
-	return nil
+	return &MoveRequest{Options: f.Options, NoSettle: f.NoSettle}
 }
 
 // sameKubeconfig tells whether the source and the target name the same kubeconfig file and
@@ -140,13 +158,31 @@ func (s Scope) resolve(src *cluster.Client) Scope {
 	return s
 }
 
-// Run does the request: it resolves it once (Request.plan: validation, defaults), reaches the
-// clusters its mode needs through e (e.Cluster the source, e.TargetCluster the target) and
-// plans, moves, backs up or restores.
-func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
-	p, err := req.plan()
-	if err != nil {
-		return nil, err
+// Connections is the env.Env a command runs the request in: the source (Source) and the target
+// (Target) clusters, each connected when the request's mode first needs it (a restore from a
+// directory never reaches a source), with -v 5 a log line for every API request of either.
+func (f Flags) Connections() env.Env {
+	src, dst := f.Source, f.Target
+	if l := f.Log.V(5); l.Enabled() {
+		logRequests := func(side string) func(string, string, int, time.Duration, error) {
+			return func(method, url string, status int, elapsed time.Duration, err error) {
+				if err != nil {
+					l.Info("API request", "cluster", side, "method", method, "url", url, "error", err.Error(), "ms", elapsed.Milliseconds())
+					return
+				}
+				l.Info("API request", "cluster", side, "method", method, "url", url, "status", status, "ms", elapsed.Milliseconds())
+			}
+		}
+		src.OnRequest = logRequests("source")
+		if dst != nil {
+			t := *dst
+			t.OnRequest = logRequests("target")
+			dst = &t
+		}
 	}
-	return p.run(ctx, e)
+	e := env.Env{Log: f.Log, Dial: func(ctx context.Context) (*cluster.Client, error) { return cluster.Connect(ctx, src) }}
+	if dst != nil {
+		e.DialTarget = func(ctx context.Context) (*cluster.Client, error) { return cluster.Connect(ctx, *dst) }
+	}
+	return e
 }

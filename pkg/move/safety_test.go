@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/capctl/capctl/pkg/cluster"
+	"github.com/capctl/capctl/pkg/env"
 )
 
 // TestDiffObjectSeesFinalizersAndAnnotations: the verification compares everything a move must
@@ -105,28 +107,67 @@ func TestScopeResolveAndRequestValidate(t *testing.T) {
 	}
 	target := &cluster.Options{Kubeconfig: "t"}
 	for _, tc := range []struct {
-		req  Request
+		req  Flags
 		want string
 	}{
-		{Request{}, "--to-kubeconfig"},
-		{Request{Target: target, Options: Options{RestartTarget: true}}, "with --resume"},
-		{Request{DryRun: true, Options: Options{Resume: true}}, "--resume"},
-		{Request{Target: target, ToDirectory: "d"}, "cannot be used together"},
-		{Request{Source: cluster.Options{Kubeconfig: "k"}, Target: target, FromDirectory: "d"}, "--kubeconfig (the source) cannot be used with it"},
-		{Request{Source: cluster.Options{Kubeconfig: "./t"}, Target: target}, "is the source kubeconfig"},
-		{Request{DryRun: true, Options: Options{Scope: Scope{Namespace: "a", Clusters: []string{"b/c"}}}}, "not in namespace"},
-		{Request{Target: target, Options: Options{Scope: Scope{Namespace: "Team_A"}}}, `invalid namespace "Team_A"`},
+		{Flags{}, "--to-kubeconfig"},
+		{Flags{Target: target, Options: Options{RestartTarget: true}}, "with --resume"},
+		{Flags{DryRun: true, Options: Options{Resume: true}}, "--resume"},
+		{Flags{Target: target, ToDirectory: "d"}, "cannot be used together"},
+		{Flags{Source: cluster.Options{Kubeconfig: "k"}, Target: target, FromDirectory: "d"}, "--kubeconfig (the source) cannot be used with it"},
+		{Flags{Source: cluster.Options{Kubeconfig: "./t"}, Target: target}, "is the source kubeconfig"},
+		{Flags{DryRun: true, Options: Options{Scope: Scope{Namespace: "a", Clusters: []string{"b/c"}}}}, "not in namespace"},
+		{Flags{Target: target, Options: Options{Scope: Scope{Namespace: "Team_A"}}}, `invalid namespace "Team_A"`},
 	} {
 		if err := tc.req.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)
 		}
 	}
-	if err := (Request{Target: target, Options: Options{Resume: true, RestartTarget: true}}).Validate(); err != nil {
+	if err := (Flags{Target: target, Options: Options{Resume: true, RestartTarget: true}}).Validate(); err != nil {
 		t.Errorf("--resume --restart-target: %v", err)
 	}
 	// The same file in another context is another cluster.
-	if err := (Request{Source: cluster.Options{Kubeconfig: "t", Context: "a"}, Target: target}).Validate(); err != nil {
+	if err := (Flags{Source: cluster.Options{Kubeconfig: "t", Context: "a"}, Target: target}).Validate(); err != nil {
 		t.Errorf("same kubeconfig, other context: %v", err)
+	}
+	// The flags pick one mode request each; a mode request checks its own fields alone, with the
+	// words the command uses, so a library caller gets the command's answer.
+	for _, tc := range []struct {
+		flags Flags
+		want  string
+	}{
+		{Flags{Target: target}, "*move.MoveRequest"},
+		{Flags{DryRun: true}, "*move.DryRunRequest"},
+		{Flags{DryRun: true, Target: target}, "*move.DryRunRequest"},
+		{Flags{ToDirectory: "d"}, "*move.BackupRequest"},
+		{Flags{FromDirectory: "d", Target: target}, "*move.RestoreRequest"},
+		{Flags{FromDirectory: "d", DryRun: true}, "*move.RestoreRequest"},
+		{Flags{Abandon: true}, "*move.AbandonRequest"},
+		{Flags{PlanReplacement: true, Target: target}, "*move.ReplacementRequest"},
+	} {
+		req, err := tc.flags.Request()
+		if err != nil || fmt.Sprintf("%T", req) != tc.want {
+			t.Errorf("%+v: %T, %v; want %s", tc.flags, req, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{&DryRunRequest{Options{Scope: Scope{Namespace: "Team_A"}}}, `invalid namespace "Team_A"`},
+		{&MoveRequest{Options: Options{RestartTarget: true}}, "use it with --resume"},
+		{&BackupRequest{Options: Options{Resume: true}, Directory: "d"}, "--resume and --restart-target finish a move"},
+		{&BackupRequest{}, "pass --to-directory"},
+		{&RestoreRequest{Directory: "d", Options: Options{Scope: Scope{AllNamespaces: true}}}, "restores the whole backup"},
+		{&AbandonRequest{Options{Resume: true}}, "--abandon undoes an unfinished move"},
+		{&ReplacementRequest{Options{Parallelism: MaxParallelism + 1}}, "--parallelism must be between"},
+	} {
+		if err := tc.req.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%T %+v: %v, want %q", tc.req, tc.req, err, tc.want)
+		}
+		if _, err := Run(context.Background(), env.Env{}, tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run %T: %v, want the refusal %q before anything is reached", tc.req, err, tc.want)
+		}
 	}
 }
 
