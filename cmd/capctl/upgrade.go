@@ -104,8 +104,8 @@ type UpgradePlanOptions struct {
 	// Contexts are the management clusters of --contexts/--all-contexts.
 	Contexts multicluster.Selection
 
-	maxParallel string
-	flags       *pflag.FlagSet
+	rolloutFlags rolloutFlags
+	flags        *pflag.FlagSet
 }
 
 const upgradePlanLong = `
@@ -150,7 +150,7 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	o.flags = cmd.Flags()
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
 	cmd.Flags().StringVar(&o.Save, "save", "", "With --kubernetes-version: also write the plan to this file (0600) for review and `upgrade apply --plan`")
-	addRolloutFlags(cmd, &o.Rollout, &o.maxParallel)
+	o.rolloutFlags.add(cmd, "--kubernetes-version")
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
@@ -169,8 +169,9 @@ func (o *UpgradePlanOptions) complete([]string) error {
 	if o.KubernetesVersion == "" {
 		return nil
 	}
-	if err := o.Rollout.SetMaxParallel(o.maxParallel); err != nil {
-		return usageError{err}
+	var err error
+	if o.Rollout, err = o.rolloutFlags.toRollout(); err != nil {
+		return err
 	}
 	if err := o.FleetPlanRequest.Complete(); err != nil {
 		return usageError{err}
@@ -225,8 +226,7 @@ type UpgradeApplyOptions struct {
 	selection         fleetupgrade.FleetSelection
 	kubernetesVersion string
 	plan              string
-	rollout           fleetupgrade.Rollout
-	maxParallel       string
+	rolloutFlags      rolloutFlags
 	noWait            bool
 	wave              int
 	timeout           time.Duration
@@ -301,7 +301,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
 	fl.StringVar(&o.plan, "plan", "", "Apply exactly the `file` saved by upgrade plan --kubernetes-version ... --save (it gives the version, the selection and the rollout)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
-	addRolloutFlags(cmd, &o.rollout, &o.maxParallel)
+	o.rolloutFlags.add(cmd, "--kubernetes-version")
 	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
 	positiveDurationVar(fl, &o.timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "With --kubernetes-version or --plan: how long one cluster may take to reach the version")
 	addFleetSelectionFlags(cmd, &o.selection, &o.AllNamespaces)
@@ -346,15 +346,16 @@ func (o *UpgradeApplyOptions) complete([]string) error {
 func (o *UpgradeApplyOptions) completeFleet() error {
 	req := &fleetupgrade.FleetApplyRequest{Plan: o.plan, DryRun: o.DryRun, Timeout: o.timeout, NoWait: o.noWait}
 	if o.plan == "" {
-		if err := o.rollout.SetMaxParallel(o.maxParallel); err != nil {
-			return usageError{err}
+		rollout, err := o.rolloutFlags.toRollout()
+		if err != nil {
+			return err
 		}
 		sel := o.selection
 		if o.flags.Changed("wave") {
 			w := o.wave
 			sel.Wave = &w
 		}
-		req.KubernetesVersion, req.Selection, req.Rollout = o.kubernetesVersion, sel, o.rollout
+		req.KubernetesVersion, req.Selection, req.Rollout = o.kubernetesVersion, sel, rollout
 	}
 	if err := req.Complete(); err != nil {
 		return usageError{err}
@@ -367,16 +368,34 @@ func (o *UpgradeApplyOptions) completeFleet() error {
 // `upgrade apply --kubernetes-version`, or to `upgrade plan --save` that saves them for --plan.
 var rolloutFlagNames = []string{"max-parallel", "canary", "max-failures", "soak", "gate-command", "window"}
 
-// addRolloutFlags adds the rollout flags, parsed into r (checked in pkg/upgrade); --max-parallel
-// goes to maxParallel, for Rollout.SetMaxParallel.
-func addRolloutFlags(cmd *cobra.Command, r *fleetupgrade.Rollout, maxParallel *string) {
-	fl := cmd.Flags()
-	fl.StringVar(maxParallel, "max-parallel", strconv.Itoa(fleetupgrade.DefaultMaxParallel), "With --kubernetes-version: clusters of a wave upgraded at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
-	fl.IntVar(&r.Canary, "canary", 0, "With --kubernetes-version: make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
-	fl.IntVar(&r.MaxFailures, "max-failures", 0, "With --kubernetes-version: how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
-	fl.DurationVar((*time.Duration)(&r.Soak), "soak", 0, "With --kubernetes-version: after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
-	fl.StringVar(&r.GateCommand, "gate-command", "", "With --kubernetes-version: run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
-	fl.Var(windowFlag{&r.Window}, "window", "With --kubernetes-version: start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
+// rolloutFlags is the flag group of how a fleet change is rolled (--max-parallel, --canary,
+// --max-failures, --soak, --gate-command, --window): every command that rolls one registers it
+// with add and converts it with toRollout (kubectl's PrintFlags pattern), so the flags read the
+// same and convert the same everywhere.
+type rolloutFlags struct {
+	rollout     fleetupgrade.Rollout
+	maxParallel string
+}
+
+// add registers the group; with names what makes the flags apply ("--kubernetes-version").
+func (f *rolloutFlags) add(cmd *cobra.Command, with string) {
+	fl, w := cmd.Flags(), "With "+with+": "
+	fl.StringVar(&f.maxParallel, "max-parallel", strconv.Itoa(fleetupgrade.DefaultMaxParallel), w+"clusters of a wave changed at once, a number or a percentage of the wave (25%, rounded down, at least 1)")
+	fl.IntVar(&f.rollout.Canary, "canary", 0, w+"make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
+	fl.IntVar(&f.rollout.MaxFailures, "max-failures", 0, w+"how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
+	fl.DurationVar((*time.Duration)(&f.rollout.Soak), "soak", 0, w+"after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
+	fl.StringVar(&f.rollout.GateCommand, "gate-command", "", w+"run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
+	fl.Var(windowFlag{&f.rollout.Window}, "window", w+"start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
+}
+
+// toRollout is the group's value: the flags as given, --max-parallel converted (the rest is
+// checked by the fleet request).
+func (f *rolloutFlags) toRollout() (fleetupgrade.Rollout, error) {
+	r := f.rollout
+	if err := r.SetMaxParallel(f.maxParallel); err != nil {
+		return r, usageError{err}
+	}
+	return r, nil
 }
 
 // providerUpgradeFlags are the flags of a provider upgrade: --contract, the provider flags and
