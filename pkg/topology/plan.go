@@ -23,13 +23,13 @@ import (
 
 // ClusterPlan is what the topology controller would do to one Cluster.
 type ClusterPlan struct {
-	ManagementCluster string `json:"managementCluster,omitempty"`
+	ManagementCluster string `json:"managementCluster"`
 	Namespace         string `json:"namespace"`
 	Name              string `json:"name"`
 	Class             string `json:"class"`
 	topologyengine.Outcome
 	// Refused is upstream admission's answer when the change would be refused, or "".
-	Refused string `json:"refused,omitempty"`
+	Refused string `json:"refused"`
 }
 
 // PlanResult is the plan of every cluster the change reaches.

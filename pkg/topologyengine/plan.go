@@ -128,7 +128,7 @@ type Outcome struct {
 	// UpgradePlan is the control plane's version steps when the version changes.
 	UpgradePlan []string `json:"upgradePlan,omitempty"`
 	// Partial names what was not computed, or is "".
-	Partial string `json:"partial,omitempty"`
+	Partial string `json:"partial"`
 }
 
 // Changed reports whether the controller would write anything.
