@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,25 @@ func TestPlanLeastPrivilege(t *testing.T) {
 	_, err = topology.Plan(ctx, env.One(te.User(t, "no-clusters")), req)
 	if err == nil || !strings.Contains(err.Error(), "Clusters") {
 		t.Errorf("without list on clusters: %v", err)
+	}
+	// Without patch on one template kind the dry runs of its objects are forbidden: each cluster
+	// (reconciled, so its templates exist and are compared by dry run) is planned partially
+	// (exit 3), naming what was refused, never shown as unchanged.
+	if err := topologytest.Reconcile(ctx, te.Client, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	te.GrantAllBut(t, "no-template-patch", map[string][]string{"devmachinetemplates.infrastructure.cluster.x-k8s.io": {"patch"}})
+	partial, err := topology.Plan(ctx, env.One(te.User(t, "no-template-patch")), req)
+	if err != nil {
+		t.Fatalf("without patch on DevMachineTemplates: %v", err)
+	}
+	if partial.ExitCode() != topology.ExitPartial || len(partial.Clusters) != len(admin.Clusters) {
+		t.Errorf("without patch on DevMachineTemplates: exit %d, %d clusters; want %d and %d", partial.ExitCode(), len(partial.Clusters), topology.ExitPartial, len(admin.Clusters))
+	}
+	for _, c := range partial.Clusters {
+		if !strings.Contains(c.Partial, "forbidden") || !strings.Contains(strings.ToLower(c.Partial), "devmachinetemplate") {
+			t.Errorf("%s: partial %q; want the forbidden dry run of the DevMachineTemplate named", c.Name, c.Partial)
+		}
 	}
 }
 
@@ -294,5 +314,54 @@ func TestPlanSeveralManagementClusters(t *testing.T) {
 	}
 	if len(res.ManagementClusters) != 3 || res.ManagementClusters[2].Error == "" || res.ExitCode() != topology.ExitPartial {
 		t.Errorf("management clusters %+v, exit %d", res.ManagementClusters, res.ExitCode())
+	}
+}
+
+// TestPlanSelection: -n, --cluster and -l narrow the clusters a change reaches, as the flags
+// say, and a selection that leaves none plans nothing.
+func TestPlanSelection(t *testing.T) {
+	te, dir := planEnv(t)
+	ctx := context.Background()
+	file := liveClassFile(t, te, dir)
+	c2 := &unstructured.Unstructured{}
+	c2.SetGroupVersionKind(topologyCluster("fleet", "c-2", "").GroupVersionKind())
+	if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "c-2"}, c2); err != nil {
+		t.Fatal(err)
+	}
+	c2.SetLabels(map[string]string{"team": "blue"})
+	if err := te.Client.Update(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		req  topology.PlanRequest
+		want []string
+	}{
+		{"every cluster", topology.PlanRequest{}, []string{"c-1", "c-2"}},
+		{"--cluster", topology.PlanRequest{Clusters: []string{"c-1"}}, []string{"c-1"}},
+		{"-l", topology.PlanRequest{Selector: "team=blue"}, []string{"c-2"}},
+		{"-l no match", topology.PlanRequest{Selector: "team=red"}, nil},
+		{"-n fleet", topology.PlanRequest{Namespace: "fleet"}, []string{"c-1", "c-2"}},
+		{"-n other", topology.PlanRequest{Namespace: "other"}, nil},
+	} {
+		req := tc.req
+		req.Files, req.Concurrency = []string{file}, 2
+		if err := req.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		res, err := topology.Plan(ctx, env.One(te.Client), req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for _, c := range res.Clusters {
+			got = append(got, c.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: planned %v, want %v", tc.name, got, tc.want)
+		}
+		if len(tc.want) == 0 && res.ExitCode() != topology.ExitNoChanges {
+			t.Errorf("%s: exit %d with nothing planned", tc.name, res.ExitCode())
+		}
 	}
 }

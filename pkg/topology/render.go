@@ -53,6 +53,9 @@ func RenderText(w io.Writer, r *PlanResult) error {
 		if len(c.UpgradePlan) > 0 {
 			fmt.Fprintf(w, "  upgrade plan: %s\n", strings.Join(c.UpgradePlan, " → "))
 		}
+		if len(c.WorkersUpgradePlan) > 0 {
+			fmt.Fprintf(w, "  workers' upgrade plan: %s\n", strings.Join(c.WorkersUpgradePlan, " → "))
+		}
 		for _, ch := range c.Changes {
 			fmt.Fprintf(w, "  %-6s %s %s", ch.Action, ch.Kind, ch.Name)
 			switch {

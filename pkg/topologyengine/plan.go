@@ -125,8 +125,11 @@ type Outcome struct {
 	MachineDeployments []Rollout `json:"machineDeployments"`
 	MachinePools       []Rollout `json:"machinePools"`
 	Changes            []Change  `json:"changes"`
-	// UpgradePlan is the control plane's version steps when the version changes.
-	UpgradePlan []string `json:"upgradePlan,omitempty"`
+	// UpgradePlan is the control plane's version steps when the version changes;
+	// WorkersUpgradePlan the MachineDeployments' and MachinePools' (upstream computes one plan
+	// for both; each picks up a step once the control plane is there).
+	UpgradePlan        []string `json:"upgradePlan,omitempty"`
+	WorkersUpgradePlan []string `json:"workersUpgradePlan,omitempty"`
 	// Partial names what was not computed, or is "".
 	Partial string `json:"partial"`
 }
@@ -159,7 +162,10 @@ func (e *Engine) Plan(ctx context.Context, cl *clusterv1.Cluster) (*Outcome, err
 		return &Outcome{Partial: partial}, nil
 	}
 	d := &differ{ctx: ctx, c: e.c, cluster: s.Current.Cluster}
-	out := &Outcome{UpgradePlan: s.UpgradeTracker.ControlPlane.UpgradePlan}
+	out := &Outcome{UpgradePlan: s.UpgradeTracker.ControlPlane.UpgradePlan, WorkersUpgradePlan: s.UpgradeTracker.MachineDeployments.UpgradePlan}
+	if len(out.WorkersUpgradePlan) == 0 {
+		out.WorkersUpgradePlan = s.UpgradeTracker.MachinePools.UpgradePlan
+	}
 	if err := d.compare(s, out); err != nil {
 		return nil, err
 	}
