@@ -20,6 +20,7 @@ import (
 
 	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/pkg/topology"
+	"github.com/capctl/capctl/pkg/topologyengine"
 )
 
 // TestTopologyPlanLive holds `capctl topology plan` to the real topology controller: on a live
@@ -64,21 +65,26 @@ func TestTopologyPlanLive(t *testing.T) {
 	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
 	tp.check("worker machine template", []*unstructured.Unstructured{worker, class}, names, expect{cp: false, md: true})
 
-	// The control plane's kubeadm configuration (its template): every control plane rolls out,
-	// no MachineDeployment does.
-	kcpt := tp.live(gvk("controlplane.cluster.x-k8s.io", "KubeadmControlPlaneTemplate"), "in-memory-control-plane")
-	kcpt.SetName("in-memory-control-plane-v2")
-	sans, _, _ := unstructured.NestedStringSlice(kcpt.Object, "spec", "template", "spec", "kubeadmConfigSpec", "clusterConfiguration", "apiServer", "certSANs")
-	_ = unstructured.SetNestedStringSlice(kcpt.Object, append(sans, "kube.example"), "spec", "template", "spec", "kubeadmConfigSpec", "clusterConfiguration", "apiServer", "certSANs")
+	// A patch in the class that reaches only the control plane's kubeadm configuration (an
+	// inline JSON patch of the KubeadmControlPlaneTemplate): every control plane rolls out, no
+	// MachineDeployment does, and no template is rotated (the KubeadmControlPlane itself changes).
 	class = tp.live(classGVK, "in-memory")
-	_ = unstructured.SetNestedField(class.Object, kcpt.GetName(), "spec", "controlPlane", "templateRef", "name")
-	tp.check("control plane template", []*unstructured.Unstructured{kcpt, class}, names, expect{cp: true, md: false})
+	patches := []any{map[string]any{"name": "control-plane-san", "definitions": []any{map[string]any{
+		"selector": map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
+			"matchResources": map[string]any{"controlPlane": true}},
+		"jsonPatches": []any{map[string]any{"op": "add", "path": "/spec/template/spec/kubeadmConfigSpec/clusterConfiguration/apiServer/certSANs/-", "value": "kube.example"}},
+	}}}}
+	_ = unstructured.SetNestedSlice(class.Object, patches, "spec", "patches")
+	tp.check("class patch to the control plane", []*unstructured.Unstructured{class}, names, expect{cp: true, md: false})
 
 	// One Cluster's version raised one minor: its control plane and then its workers roll; the
 	// other clusters are not planned and not touched.
 	t2 := tp.live(clusterGVK, "t-2")
 	_ = unstructured.SetNestedField(t2.Object, "v1.35.0", "spec", "topology", "version")
-	tp.check("one cluster's version", []*unstructured.Unstructured{t2}, []string{"t-2"}, expect{cp: true, md: true, untouched: []string{"t-1", "t-3"}})
+	res := tp.check("one cluster's version", []*unstructured.Unstructured{t2}, []string{"t-2"}, expect{cp: true, md: true, untouched: []string{"t-1", "t-3"}})
+	if c := res.Clusters[0]; !slices.Equal(c.UpgradePlan, []string{"v1.35.0"}) || !slices.Equal(c.WorkersUpgradePlan, []string{"v1.35.0"}) {
+		t.Errorf("one cluster's version: upgrade plans %v (control plane) and %v (workers); want [v1.35.0] for both", c.UpgradePlan, c.WorkersUpgradePlan)
+	}
 
 	// A MachineDeployment class removed while Clusters use it: the plan refuses, and so does
 	// the real webhook when the change is applied.
@@ -208,7 +214,7 @@ func jsonPart(out string) string {
 }
 
 // check plans the change, applies it, waits for the controllers and compares, per cluster.
-func (tp *topoPlan) check(what string, objs []*unstructured.Unstructured, planned []string, want expect) {
+func (tp *topoPlan) check(what string, objs []*unstructured.Unstructured, planned []string, want expect) *topology.PlanResult {
 	t := tp.e.t
 	t.Helper()
 	res, code := tp.plan(objs...)
@@ -229,8 +235,10 @@ func (tp *topoPlan) check(what string, objs []*unstructured.Unstructured, planne
 		t.Fatalf("%s: planned clusters %v, want %v", what, got, planned)
 	}
 	before := map[string]machinesOf{}
+	refsBefore := map[string]map[string]string{}
 	for _, n := range tp.names {
 		before[n] = tp.machines(n)
+		refsBefore[n] = tp.templateRefs(n)
 	}
 	for _, o := range objs {
 		if err := tp.apply(o); err != nil {
@@ -249,12 +257,32 @@ func (tp *topoPlan) check(what string, objs []*unstructured.Unstructured, planne
 		if cpRolled != c.ControlPlane.RollsOut || mdRolled != c.MachineDeployments[0].RollsOut {
 			t.Errorf("%s: %s: the controllers rolled the control plane %v and md-0 %v; the plan said %v and %v", what, c.Name, cpRolled, mdRolled, c.ControlPlane.RollsOut, c.MachineDeployments[0].RollsOut)
 		}
+		// The templates the controller rotated (a reference now names a new template) are the
+		// ones the plan said it would rotate.
+		var rotated, predicted []string
+		refsAfter := tp.templateRefs(c.Name)
+		for slot, ref := range refsBefore[c.Name] {
+			if refsAfter[slot] != ref {
+				rotated = append(rotated, ref)
+			}
+		}
+		for _, ch := range c.Changes {
+			if ch.Action == topologyengine.Rotate {
+				predicted = append(predicted, ch.Kind+"/"+ch.Name)
+			}
+		}
+		sort.Strings(rotated)
+		sort.Strings(predicted)
+		if !slices.Equal(rotated, predicted) {
+			t.Errorf("%s: %s: the controller rotated the templates %v; the plan said %v", what, c.Name, rotated, predicted)
+		}
 	}
 	for _, n := range want.untouched {
 		if after := tp.machines(n); added(before[n].cp, after.cp) || added(before[n].ms, after.ms) {
 			t.Errorf("%s: %s was not planned but its machines changed: %+v → %+v", what, n, before[n], after)
 		}
 	}
+	return res
 }
 
 // machinesOf is what a rollout changes: the control plane's Machines and md-0's MachineSets.
@@ -285,6 +313,41 @@ func (tp *topoPlan) machines(cluster string) machinesOf {
 	sort.Strings(m.cp)
 	sort.Strings(m.ms)
 	return m
+}
+
+// templateRefs are the templates the cluster's control plane and MachineDeployments name, by
+// slot ("kcp infrastructure", "md md-0 bootstrap", ...): KIND/NAME.
+func (tp *topoPlan) templateRefs(cluster string) map[string]string {
+	tp.e.t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	for _, k := range []struct {
+		slot  string
+		list  schema.GroupVersionKind
+		paths map[string][]string
+	}{
+		{"kcp", gvk("controlplane.cluster.x-k8s.io", "KubeadmControlPlaneList"), map[string][]string{
+			"infrastructure": {"spec", "machineTemplate", "spec", "infrastructureRef"}}},
+		{"md", gvk("cluster.x-k8s.io", "MachineDeploymentList"), map[string][]string{
+			"infrastructure": {"spec", "template", "spec", "infrastructureRef"},
+			"bootstrap":      {"spec", "template", "spec", "bootstrap", "configRef"}}},
+	} {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(k.list)
+		if err := tp.c.Client.List(ctx, l, client.InNamespace(tp.ns), client.MatchingLabels{"cluster.x-k8s.io/cluster-name": cluster}); err != nil {
+			tp.e.t.Fatal(err)
+		}
+		for _, it := range l.Items {
+			topo := it.GetLabels()["topology.cluster.x-k8s.io/deployment-name"]
+			for part, p := range k.paths {
+				ref, ok, _ := unstructured.NestedStringMap(it.Object, p...)
+				if ok && ref["name"] != "" {
+					out[strings.TrimSpace(k.slot+" "+topo+" "+part)] = ref["kind"] + "/" + ref["name"]
+				}
+			}
+		}
+	}
+	return out
 }
 
 func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
