@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// cachedReader keeps a plan's requests O(kinds) plus O(objects): what every cluster of a class
-// reads again (the class's templates, the CRDs upstream resolves contract versions from) is read
-// once, and the per-cluster kinds upstream lists or gets by name (MachineDeployments,
-// MachinePools, Machines, MachineHealthChecks) are listed once per namespace and served from
-// memory. A plan is one pass over a point in time; nothing here outlives it.
+// cachedReader keeps a plan's reads O(kinds): what every cluster of a class reads again (the
+// class's templates, the CRDs upstream resolves contract versions from) is read once, and the
+// per-cluster kinds upstream lists or gets by name (MachineDeployments, MachinePools, Machines,
+// MachineHealthChecks, and the providers' objects: control planes, infrastructure clusters,
+// the templates rotated per cluster) are listed once per namespace and served from memory. A plan is one pass over a point in time; nothing here outlives it.
 type cachedReader struct {
 	live   client.Reader
 	scheme *runtime.Scheme
@@ -79,6 +80,16 @@ func (r *cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	if newList, ok := listedKinds[k.Kind]; ok && k.Group == clusterv1.GroupVersion.Group {
 		return r.getFromList(ctx, k, key, obj, newList)
 	}
+	if _, ok := obj.(*unstructured.Unstructured); ok && !shared(k) && key.Namespace != "" && len(opts) == 0 {
+		// A provider's per-cluster object (control plane, infrastructure cluster) and the
+		// templates rotated per cluster: one list of the kind per namespace, not a get per
+		// cluster.
+		return r.getFromList(ctx, k, key, obj, func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+			return l
+		})
+	}
 	if !shared(k) {
 		return r.live.Get(ctx, key, obj, opts...)
 	}
@@ -116,7 +127,7 @@ func assign(dst, src runtime.Object) error {
 
 // namespaceList is every object of one listed kind in a namespace, read once.
 func (r *cachedReader) namespaceList(ctx context.Context, k schema.GroupVersionKind, ns string, newList func() client.ObjectList) ([]runtime.Object, error) {
-	key := fmt.Sprintf("list %s %s", k.Kind, ns)
+	key := fmt.Sprintf("list %T %s %s", newList(), k.GroupKind(), ns)
 	e := r.entry(key)
 	e.Do(func() {
 		l := newList()
