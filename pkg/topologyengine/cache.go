@@ -80,10 +80,9 @@ func (r *cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	if newList, ok := listedKinds[k.Kind]; ok && k.Group == clusterv1.GroupVersion.Group {
 		return r.getFromList(ctx, k, key, obj, newList)
 	}
-	if _, ok := obj.(*unstructured.Unstructured); ok && !shared(k) && key.Namespace != "" && len(opts) == 0 {
-		// A provider's per-cluster object (control plane, infrastructure cluster) and the
-		// templates rotated per cluster: one list of the kind per namespace, not a get per
-		// cluster.
+	if _, ok := obj.(*unstructured.Unstructured); ok && key.Namespace != "" && len(opts) == 0 {
+		// A provider's object (control plane, infrastructure cluster, the class's templates and
+		// those rotated per cluster): one list of the kind per namespace, not a get per object.
 		return r.getFromList(ctx, k, key, obj, func() client.ObjectList {
 			l := &unstructured.UnstructuredList{}
 			l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
