@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/topologytest"
@@ -42,21 +40,7 @@ func BenchmarkTopologyPlan(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "reconciled %d clusters in %s, load %s\n", n, time.Since(start).Round(time.Second), testenv.LoadAverage())
-	worker := &unstructured.Unstructured{}
-	worker.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
-	worker.SetKind("DevMachineTemplate")
-	if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "in-memory-default-worker-machinetemplate"}, worker); err != nil {
-		b.Fatal(err)
-	}
-	newWorker := &unstructured.Unstructured{Object: map[string]any{"apiVersion": worker.GetAPIVersion(), "kind": worker.GetKind(), "spec": worker.Object["spec"]}}
-	newWorker.SetNamespace("fleet")
-	newWorker.SetName("worker-v2")
-	_ = unstructured.SetNestedField(newWorker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
-	class := liveClass(b, te)
-	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
-	_ = unstructured.SetNestedField(mds[0].(map[string]any), "worker-v2", "infrastructure", "templateRef", "name")
-	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
-	change := writeObjects(b, dir, "change.yaml", newWorker, class)
+	change := workerTemplateChange(b, te, dir)
 
 	bin := testenv.BuildCapctl(b)
 	home := b.TempDir()

@@ -2,22 +2,27 @@ package topology_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/testing/classfixture"
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/topologytest"
+	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/topology"
@@ -143,14 +148,16 @@ func TestPlanLeastPrivilege(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Clusters") {
 		t.Errorf("without list on clusters: %v", err)
 	}
-	// Without patch on one template kind the dry runs of its objects are forbidden: each cluster
-	// (reconciled, so its templates exist and are compared by dry run) is planned partially
-	// (exit 3), naming what was refused, never shown as unchanged.
+	// Without patch on one template kind the dry runs of its objects are forbidden: a change that
+	// reaches such a template (each cluster reconciled, so its templates exist and are compared by
+	// dry run) is planned partially (exit 3), naming what was refused, never shown as unchanged.
 	if err := topologytest.Reconcile(ctx, te.Client, "fleet"); err != nil {
 		t.Fatal(err)
 	}
 	te.GrantAllBut(t, "no-template-patch", map[string][]string{"devmachinetemplates.infrastructure.cluster.x-k8s.io": {"patch"}})
-	partial, err := topology.Plan(ctx, env.One(te.User(t, "no-template-patch")), req)
+	worker := req
+	worker.Files = []string{workerTemplateChange(t, te, dir)}
+	partial, err := topology.Plan(ctx, env.One(te.User(t, "no-template-patch")), worker)
 	if err != nil {
 		t.Fatalf("without patch on DevMachineTemplates: %v", err)
 	}
@@ -232,24 +239,13 @@ func TestPlanReconciledClusters(t *testing.T) {
 	if res.ExitCode() != topology.ExitNoChanges || len(res.Clusters) != 2 {
 		t.Fatalf("the unchanged class: exit %d, %+v", res.ExitCode(), res.Clusters)
 	}
-	worker := &unstructured.Unstructured{}
-	worker.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
-	worker.SetKind("DevMachineTemplate")
-	if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "in-memory-default-worker-machinetemplate"}, worker); err != nil {
-		t.Fatal(err)
-	}
-	newWorker := &unstructured.Unstructured{Object: map[string]any{"apiVersion": worker.GetAPIVersion(), "kind": worker.GetKind(), "spec": worker.Object["spec"]}}
-	newWorker.SetNamespace("fleet")
-	newWorker.SetName("worker-v2")
-	_ = unstructured.SetNestedField(newWorker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
-	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
-	_ = unstructured.SetNestedField(mds[0].(map[string]any), "worker-v2", "infrastructure", "templateRef", "name")
-	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
 	before := testenv.Snapshot(t, te.Client)
-	res, err = topology.Plan(ctx, env.One(te.Client), topology.PlanRequest{Files: []string{writeObjects(t, dir, "change.yaml", newWorker, class)}, Concurrency: 2, Diff: true})
+	counting, dryRuns := dryRunCounter(t, te)
+	res, err = topology.Plan(ctx, env.One(counting), topology.PlanRequest{Files: []string{workerTemplateChange(t, te, dir)}, Concurrency: 2, Diff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	settledDryRuns := dryRuns()
 	testenv.Unchanged(t, te.Client, before, "topology plan")
 	if res.ExitCode() != topology.ExitChanges || len(res.Clusters) != 2 {
 		t.Fatalf("a new worker template: exit %d, %+v", res.ExitCode(), res.Clusters)
@@ -262,6 +258,66 @@ func TestPlanReconciledClusters(t *testing.T) {
 			t.Errorf("%s: changes %+v", c.Name, c.Changes)
 		}
 	}
+	// The clusters are settled (TopologyReconciled, as the controller leaves them), so objects
+	// the change leaves as the controller computed them were not dry-run. The same plan with
+	// every object dry-run (c-1 no longer settled) is the same plan.
+	cl := topologyCluster("fleet", "c-1", "")
+	unsettled := []byte(`{"status":{"conditions":[{"type":"TopologyReconciled","status":"False","reason":"Planned","message":"","lastTransitionTime":"2026-12-07T00:00:00Z"}]}}`)
+	if err := te.Client.Status().Patch(ctx, cl, client.RawPatch(types.MergePatchType, unsettled)); err != nil {
+		t.Fatal(err)
+	}
+	full, err := topology.Plan(ctx, env.One(counting), topology.PlanRequest{Files: []string{filepath.Join(dir, "change.yaml")}, Concurrency: 2, Diff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(res.Clusters)
+	b, _ := json.Marshal(full.Clusters)
+	if string(a) != string(b) {
+		t.Errorf("the plan of settled clusters differs from the plan with every object dry-run:\n%s\n%s", a, b)
+	}
+	// Settled: per cluster, two dry runs (upstream's comparison makes two) for each object whose
+	// desired state the change alters: the worker template and the MachineDeployment naming it.
+	// With c-1 unsettled every object of c-1 is dry-run as well.
+	if fullDryRuns := dryRuns() - settledDryRuns; settledDryRuns != 8 || fullDryRuns <= settledDryRuns {
+		t.Errorf("dry runs: %d with both clusters settled (want 8), %d with c-1 not", settledDryRuns, fullDryRuns)
+	}
+}
+
+// dryRunCounter is a client of te that counts the server-side dry runs it sends.
+func dryRunCounter(t *testing.T, te *testenv.Env) (*cluster.Client, func() int) {
+	t.Helper()
+	var n atomic.Int64
+	c, err := cluster.New(cluster.Options{Kubeconfig: te.Kubeconfig, OnRequest: func(method, url string, _ int, _ time.Duration, _ error) {
+		if strings.Contains(url, "dryRun=All") {
+			n.Add(1)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() int { return int(n.Load()) }
+}
+
+// workerTemplateChange writes the change of a new worker machine template (worker-v2, a longer
+// startup) that the class's md-0 class names: every MachineDeployment rolls, in file
+// change.yaml of dir.
+func workerTemplateChange(t testing.TB, te *testenv.Env, dir string) string {
+	t.Helper()
+	worker := &unstructured.Unstructured{}
+	worker.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
+	worker.SetKind("DevMachineTemplate")
+	if err := te.Client.Get(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "in-memory-default-worker-machinetemplate"}, worker); err != nil {
+		t.Fatal(err)
+	}
+	newWorker := &unstructured.Unstructured{Object: map[string]any{"apiVersion": worker.GetAPIVersion(), "kind": worker.GetKind(), "spec": worker.Object["spec"]}}
+	newWorker.SetNamespace("fleet")
+	newWorker.SetName("worker-v2")
+	_ = unstructured.SetNestedField(newWorker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
+	class := liveClass(t, te)
+	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	_ = unstructured.SetNestedField(mds[0].(map[string]any), "worker-v2", "infrastructure", "templateRef", "name")
+	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+	return writeObjects(t, dir, "change.yaml", newWorker, class)
 }
 
 func liveClass(t testing.TB, te *testenv.Env) *unstructured.Unstructured {

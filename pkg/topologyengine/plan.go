@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,10 @@ type Engine struct {
 	view *view
 	c    *readOnly
 	gen  desiredstate.Generator
+	// base is the engine over the live objects alone (nil when nothing is planned): what the
+	// controller computes today, against which a settled cluster's desired state is compared
+	// before anything is asked of the API server (see settledBaseline).
+	base *Engine
 }
 
 // New builds an engine over live (a client of the management cluster built with Scheme) in
@@ -47,7 +52,22 @@ func New(ctx context.Context, live client.Client, planned []*unstructured.Unstru
 		}
 		objs = append(objs, u)
 	}
-	v := newView(newCachedReader(live, live.Scheme()), live.Scheme(), objs)
+	reader := newCachedReader(live, live.Scheme())
+	e, err := newEngine(ctx, live, reader, objs)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) > 0 {
+		if e.base, err = newEngine(ctx, live, reader, nil); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// newEngine is an engine whose view is planned over reader (the reads shared with its base).
+func newEngine(ctx context.Context, live client.Client, reader *cachedReader, planned []*unstructured.Unstructured) (*Engine, error) {
+	v := newView(reader, live.Scheme(), planned)
 	ro := &readOnly{Client: live, view: v}
 	gen, err := desiredstate.NewGenerator(ro, noWorkloadCache{}, nil,
 		cache.New[cache.HookEntry](ctx, cache.HookCacheDefaultTTL),
@@ -161,7 +181,11 @@ func (e *Engine) Plan(ctx context.Context, cl *clusterv1.Cluster) (*Outcome, err
 	if partial != "" {
 		return &Outcome{Partial: partial}, nil
 	}
-	d := &differ{ctx: ctx, c: e.c, cluster: s.Current.Cluster}
+	baseline, err := e.settledBaseline(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	d := &differ{ctx: ctx, c: e.c, cluster: s.Current.Cluster, baseline: baseline}
 	out := &Outcome{UpgradePlan: s.UpgradeTracker.ControlPlane.UpgradePlan, WorkersUpgradePlan: s.UpgradeTracker.MachineDeployments.UpgradePlan}
 	if len(out.WorkersUpgradePlan) == 0 {
 		out.WorkersUpgradePlan = s.UpgradeTracker.MachinePools.UpgradePlan
@@ -248,11 +272,113 @@ type differ struct {
 	ctx     context.Context
 	c       client.Client
 	cluster *clusterv1.Cluster
+	// baseline is the desired state of a settled cluster without the planned change, by object
+	// (nil: every object is compared by dry run).
+	baseline map[string]*unstructured.Unstructured
 }
 
+// settledBaseline is the desired state the live objects alone give the Cluster, by object, when
+// the cluster is settled: the topology controller has reconciled its current generation with
+// the current class (TopologyReconciled True), so what it has written is that desired state
+// already, and an object the planned change leaves identical gets no write from it. Nil when
+// nothing is planned, or the cluster is not settled (then every object is compared by dry run,
+// as the controller would find drift too).
+func (e *Engine) settledBaseline(ctx context.Context, cl *clusterv1.Cluster) (map[string]*unstructured.Unstructured, error) {
+	if e.base == nil {
+		return nil, nil
+	}
+	live := &clusterv1.Cluster{}
+	if err := e.base.view.Get(ctx, client.ObjectKeyFromObject(cl), live); err != nil {
+		return nil, nil // a Cluster only planned: nothing to compare with
+	}
+	if live.Status.ObservedGeneration != live.Generation || !conditions.IsTrue(live, clusterv1.ClusterTopologyReconciledCondition) {
+		return nil, nil
+	}
+	s, partial, err := e.base.generate(ctx, live)
+	if err != nil || partial != "" {
+		return nil, nil // the live state does not generate: compare every object by dry run
+	}
+	out := map[string]*unstructured.Unstructured{}
+	d := s.Desired
+	add := func(objs ...client.Object) error {
+		for _, o := range objs {
+			if isNil(o) {
+				continue
+			}
+			u, err := asUnstructured(o)
+			if err != nil {
+				return err
+			}
+			out[objectID(u)] = u
+		}
+		return nil
+	}
+	objs := []client.Object{d.Cluster, d.InfrastructureCluster}
+	if d.ControlPlane != nil {
+		objs = append(objs, d.ControlPlane.Object, d.ControlPlane.InfrastructureMachineTemplate)
+		if d.ControlPlane.MachineHealthCheck != nil {
+			objs = append(objs, d.ControlPlane.MachineHealthCheck)
+		}
+	}
+	for _, md := range d.MachineDeployments {
+		objs = append(objs, md.Object, md.InfrastructureMachineTemplate, md.BootstrapTemplate)
+		if md.MachineHealthCheck != nil {
+			objs = append(objs, md.MachineHealthCheck)
+		}
+	}
+	for _, mp := range d.MachinePools {
+		objs = append(objs, mp.Object, mp.InfrastructureMachinePoolObject, mp.BootstrapObject)
+	}
+	if err := add(objs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// asUnstructured is o as an unstructured object with its kind set.
+func asUnstructured(o client.Object) (*unstructured.Unstructured, error) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" {
+		u.SetKind(kindOf(o))
+	}
+	return u, nil
+}
+
+// objectID names an object in a baseline: kind, namespace and name.
+func objectID(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// unchangedHelper is the answer for an object the planned change leaves as the settled
+// controller computed it: nothing to write.
+type unchangedHelper struct{}
+
+func (unchangedHelper) HasChanges() bool                      { return false }
+func (unchangedHelper) HasSpecChanges() bool                  { return false }
+func (unchangedHelper) PatchData() string                     { return "" }
+func (unchangedHelper) Diff() string                          { return "" }
+func (unchangedHelper) Patch(context.Context) (string, error) { return "", ErrWrite }
+
 // dryRun asks the API server, as the controller does, what applying desired over current
-// would change. current nil is a create.
+// would change. current nil is a create. An object of a settled cluster whose desired state the
+// planned change leaves identical needs no request: the controller wrote it already.
 func (d *differ) dryRun(current, desired client.Object, ignore ...[]string) (structuredmerge.PatchHelper, error) {
+	if d.baseline != nil {
+		u, err := asUnstructured(desired)
+		if err != nil {
+			return nil, err
+		}
+		if b, ok := d.baseline[objectID(u)]; ok && equality.Semantic.DeepEqual(b.Object, u.Object) {
+			return unchangedHelper{}, nil
+		}
+	}
 	var opts []structuredmerge.HelperOption
 	for _, p := range ignore {
 		opts = append(opts, structuredmerge.IgnorePaths{p})
