@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/capctl/capctl/internal/testing/testenv"
 	"github.com/capctl/capctl/internal/testing/topologytest"
 	"github.com/capctl/capctl/pkg/topology"
