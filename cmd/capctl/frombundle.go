@@ -33,7 +33,7 @@ func (fb *fromBundle) check(fl *pflag.FlagSet, live ...string) error {
 	}
 	for _, name := range append([]string{"kubeconfig", "kubeconfig-context", "contexts", "all-contexts"}, live...) {
 		if f := fl.Lookup(name); f != nil && f.Changed {
-			return usageErrorf("--from-bundle and --%s cannot be used together: a bundle answers for one management cluster at one time, with no connection", name)
+			return usageErrorf("--from-bundle and --%s cannot be used together: a bundle answers for the management clusters it was made from, as they were then, with no connection", name)
 		}
 	}
 	return nil
