@@ -421,3 +421,50 @@ func TestPlanSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAdmission: what upstream's admission refuses, the plan refuses with upstream's words:
+// a template kind changed in the class (incompatible with the class its Clusters use), and a
+// Cluster whose variable does not match the class's schema. Neither is planned further.
+func TestPlanAdmission(t *testing.T) {
+	te, dir := planEnv(t)
+	ctx := context.Background()
+	plan := func(objs ...*unstructured.Unstructured) *topology.PlanResult {
+		t.Helper()
+		res, err := topology.Plan(ctx, env.One(te.Client), topology.PlanRequest{Files: []string{writeObjects(t, dir, fmt.Sprintf("admission-%d.json", len(objs)), objs...)}, Concurrency: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// The infrastructure template's kind changed: the class is refused for every Cluster using it.
+	class := liveClass(t, te)
+	_ = unstructured.SetNestedField(class.Object, "DockerClusterTemplate", "spec", "infrastructure", "templateRef", "kind")
+	res := plan(class)
+	if res.ExitCode() != topology.ExitRefused || len(res.Clusters) != 2 {
+		t.Fatalf("template kind changed: exit %d, %d clusters", res.ExitCode(), len(res.Clusters))
+	}
+	for _, c := range res.Clusters {
+		if !strings.Contains(c.Refused, "spec.infrastructure.templateRef") || c.ControlPlane.RollsOut || len(c.Changes) != 0 {
+			t.Errorf("%s: refused %q, changes %+v; want the templateRef named and nothing planned", c.Name, c.Refused, c.Changes)
+		}
+	}
+	// A class variable of type integer, and a Cluster setting it to a string: that Cluster is
+	// refused, naming the variable; the other is planned.
+	class = liveClass(t, te)
+	_ = unstructured.SetNestedSlice(class.Object, []any{map[string]any{"name": "workerCount", "required": false,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "integer"}}}}, "spec", "variables")
+	c1 := topologyCluster("fleet", "c-1", "v1.34.2")
+	_ = unstructured.SetNestedSlice(c1.Object, []any{map[string]any{"name": "workerCount", "value": "three"}}, "spec", "topology", "variables")
+	res = plan(class, c1)
+	if res.ExitCode() != topology.ExitRefused || len(res.Clusters) != 2 {
+		t.Fatalf("invalid variable: exit %d, %d clusters", res.ExitCode(), len(res.Clusters))
+	}
+	for _, c := range res.Clusters {
+		switch {
+		case c.Name == "c-1" && !strings.Contains(c.Refused, "workerCount"):
+			t.Errorf("c-1: refused %q; want the variable workerCount named", c.Refused)
+		case c.Name == "c-2" && c.Refused != "":
+			t.Errorf("c-2 sets no variable but was refused: %q", c.Refused)
+		}
+	}
+}

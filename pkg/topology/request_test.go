@@ -68,6 +68,18 @@ func TestReadInputs(t *testing.T) {
 	if _, err := readInputs(context.Background(), PlanRequest{Files: []string{"-"}, Stdin: endless}); err == nil || !userinput.IsTooLarge(err) {
 		t.Errorf("endless input: %v", err)
 	}
+	// A file past the limit (sparse: 100 MB of holes against a 1 KiB limit here, 64 MiB by
+	// default) is refused by its size, named, before it is read.
+	big := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(big, []byte("apiVersion: v1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 100<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readInputs(context.Background(), PlanRequest{Files: []string{big}}); err == nil || !userinput.IsTooLarge(err) || !strings.Contains(err.Error(), "huge.yaml") {
+		t.Errorf("a 100 MB file: %v", err)
+	}
 }
 
 type zeros struct{}
