@@ -146,10 +146,6 @@ func (k *kubelet) caFor(ctx context.Context, key, from string) ([]byte, error) {
 	return s.Data["tls.crt"], nil
 }
 
-// webhookRecheck is how often the CA injection reads the webhook configurations from the API
-// server rather than the informers.
-const webhookRecheck = 10 * time.Second
-
 const (
 	annInjectCA           = "cert-manager.io/inject-ca-from"
 	annInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret"
@@ -198,18 +194,12 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 		k.logf("injected the CA of %s (%s) into %s", from, caFingerprint(ca), id)
 		k.injected[id] = crd.ResourceVersion
 	}
-	// Webhook configurations come from the informers, and every webhookRecheck from the API
-	// server itself: a stale informer view once showed a re-created configuration as already
-	// injected for minutes (every admission call failing "certificate signed by unknown
-	// authority" until the watch restarted). A LIST a second per kind instead cost every live
-	// management cluster's API server CPU for nothing; the recheck bounds the staleness.
-	var r client.Reader = k.r
-	if time.Since(k.lastRecheck) >= webhookRecheck {
-		r, k.lastRecheck = k.c.Client, time.Now()
-		clear(k.injected) // decide again from what the API server says
-	}
+	// Webhook configurations are read from the API server itself, not the informers: a stale
+	// informer view once showed a re-created configuration as already injected for minutes
+	// (every admission call failing "certificate signed by unknown authority" until the watch
+	// restarted). There are a handful of them; two small LISTs a second cost little.
 	vwcs := &admissionv1.ValidatingWebhookConfigurationList{}
-	if err := r.List(ctx, vwcs); err != nil {
+	if err := k.c.Client.List(ctx, vwcs); err != nil {
 		return err
 	}
 	for i := range vwcs.Items {
@@ -225,7 +215,7 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 		})
 	}
 	mwcs := &admissionv1.MutatingWebhookConfigurationList{}
-	if err := r.List(ctx, mwcs); err != nil {
+	if err := k.c.Client.List(ctx, mwcs); err != nil {
 		return err
 	}
 	for i := range mwcs.Items {

@@ -36,10 +36,9 @@ const NodeName = "livemgmt-host"
 type kubelet struct {
 	c *Cluster
 	// r reads what the sync loop looks at every second (pods, Services, EndpointSlices,
-	// Secrets, Certificates, CRDs, webhook configurations) from informers: one watch per kind
-	// instead of a LIST per kind per second, which was most of an idle management cluster's API
-	// server CPU. Writes, the heartbeat and Secret mounts go to the API server directly, and the
-	// webhook configurations every webhookRecheck too. A read
+	// Secrets, Certificates, CRDs) from informers: one watch per kind instead of a LIST per kind
+	// per second, which was most of an idle management cluster's API server CPU. Writes, the
+	// heartbeat, Secret mounts and webhook configurations go to the API server directly. A read
 	// may lag a write by a moment; every step of the loop is level-based and runs again a second
 	// later.
 	r    client.Reader
@@ -50,8 +49,6 @@ type kubelet struct {
 	// resourceVersion of each object whose CA bundle was checked
 	injected      map[string]string
 	lastHeartbeat time.Time
-	// lastRecheck is when the webhook configurations were last read from the API server.
-	lastRecheck time.Time
 }
 
 // container is the process running one pod's manager container.
