@@ -18,10 +18,9 @@ import (
 // target, for the modes that have one, its TargetCluster.
 type Request interface {
 	Validate() error
-	// run does the validated request with opts, its options defaulted (a copy: the caller's
-	// request is not changed).
-	run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error)
-	options() Options
+	// run does the validated request with its options defaulted.
+	run(ctx context.Context, e env.Env, res *Result) (*Result, error)
+	options() *Options
 }
 
 // Run does the request: it validates it, gives its options their defaults once
@@ -34,9 +33,8 @@ func Run(ctx context.Context, e env.Env, req Request) (*Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	opts := req.options()
-	opts.defaults()
-	return req.run(ctx, e, opts, &Result{})
+	req.options().defaults()
+	return req.run(ctx, e, &Result{})
 }
 
 // MoveRequest moves the scope's clusters from the source to the target, or, with Resume,
@@ -48,7 +46,7 @@ type MoveRequest struct {
 	NoSettle bool
 }
 
-func (r *MoveRequest) options() Options { return r.Options }
+func (r *MoveRequest) options() *Options { return &r.Options }
 
 // Validate checks the scope and options; --restart-target only continues a resumed move.
 func (r *MoveRequest) Validate() error {
@@ -58,8 +56,8 @@ func (r *MoveRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *MoveRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
-	opts.Settle = settleOf(opts.Settle, r.NoSettle)
+func (r *MoveRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
+	r.Settle = settleOf(r.Settle, r.NoSettle)
 	src, err := source(ctx, e, res)
 	if err != nil {
 		return nil, err
@@ -68,7 +66,7 @@ func (r *MoveRequest) run(ctx context.Context, e env.Env, opts Options, res *Res
 	if err != nil {
 		return nil, err
 	}
-	res.Report, err = moveClusters(ctx, src, dst, opts)
+	res.Report, err = moveClusters(ctx, src, dst, r.Options)
 	return res, err
 }
 
@@ -77,7 +75,7 @@ func (r *MoveRequest) run(ctx context.Context, e env.Env, opts Options, res *Res
 // kinds, and the conversion of every object to the target's versions. It writes nothing.
 type DryRunRequest struct{ Options }
 
-func (r *DryRunRequest) options() Options { return r.Options }
+func (r *DryRunRequest) options() *Options { return &r.Options }
 
 // Validate checks the scope and options; a dry run resumes nothing.
 func (r *DryRunRequest) Validate() error {
@@ -87,12 +85,12 @@ func (r *DryRunRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *DryRunRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
+func (r *DryRunRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
 	src, err := source(ctx, e, res)
 	if err != nil {
 		return nil, err
 	}
-	scope := opts.Scope.resolve(src)
+	scope := r.Scope.resolve(src)
 	if res.Pending, err = PendingMoves(ctx, src); err != nil {
 		return nil, err
 	}
@@ -110,7 +108,7 @@ func (r *DryRunRequest) run(ctx context.Context, e env.Env, opts Options, res *R
 	}
 	rep := &Report{}
 	if rep.Contracts, err = checkContracts(ctx, src, dst, nil); err == nil {
-		_, err = preflight(ctx, dst, g, opts, rep)
+		_, err = preflight(ctx, dst, g, r.Options, rep)
 	}
 	res.Contracts, res.Conversions = rep.Contracts, rep.Conversions
 	return res, err
@@ -122,7 +120,7 @@ type BackupRequest struct {
 	Options
 }
 
-func (r *BackupRequest) options() Options { return r.Options }
+func (r *BackupRequest) options() *Options { return &r.Options }
 
 // Validate checks the directory, scope and options.
 func (r *BackupRequest) Validate() error {
@@ -135,13 +133,13 @@ func (r *BackupRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *BackupRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
+func (r *BackupRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
 	src, err := source(ctx, e, res)
 	if err != nil {
 		return nil, err
 	}
 	res.Target = r.Directory
-	res.Report, err = backup(ctx, src, r.Directory, opts)
+	res.Report, err = backup(ctx, src, r.Directory, r.Options)
 	return res, err
 }
 
@@ -155,7 +153,7 @@ type RestoreRequest struct {
 	Options
 }
 
-func (r *RestoreRequest) options() Options { return r.Options }
+func (r *RestoreRequest) options() *Options { return &r.Options }
 
 // Validate checks the directory and options: a restore takes the whole backup, so no scope.
 func (r *RestoreRequest) Validate() error {
@@ -171,22 +169,22 @@ func (r *RestoreRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *RestoreRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
+func (r *RestoreRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
 	res.Source = r.Directory
 	if r.DryRun {
-		_, g, err := ReadBackup(ctx, r.Directory, opts.MaxBackupSize)
+		_, g, err := ReadBackup(ctx, r.Directory, r.MaxBackupSize)
 		if err != nil {
 			return nil, err
 		}
 		res.Plan, res.PlanSource = g, "backup "+r.Directory
 		return res, nil
 	}
-	opts.Settle = settleOf(opts.Settle, r.NoSettle)
+	r.Settle = settleOf(r.Settle, r.NoSettle)
 	dst, err := target(ctx, e, res)
 	if err != nil {
 		return nil, err
 	}
-	res.Report, err = restore(ctx, dst, r.Directory, opts)
+	res.Report, err = restore(ctx, dst, r.Directory, r.Options)
 	return res, err
 }
 
@@ -195,7 +193,7 @@ func (r *RestoreRequest) run(ctx context.Context, e env.Env, opts Options, res *
 // move created there is removed.
 type AbandonRequest struct{ Options }
 
-func (r *AbandonRequest) options() Options { return r.Options }
+func (r *AbandonRequest) options() *Options { return &r.Options }
 
 // Validate checks the scope and options; abandoning resumes nothing.
 func (r *AbandonRequest) Validate() error {
@@ -205,7 +203,7 @@ func (r *AbandonRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *AbandonRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
+func (r *AbandonRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
 	src, err := source(ctx, e, res)
 	if err != nil {
 		return nil, err
@@ -216,7 +214,7 @@ func (r *AbandonRequest) run(ctx context.Context, e env.Env, opts Options, res *
 			return nil, err
 		}
 	}
-	res.Abandoned, err = abandon(ctx, src, dst, opts)
+	res.Abandoned, err = abandon(ctx, src, dst, r.Options)
 	return res, err
 }
 
@@ -224,7 +222,7 @@ func (r *AbandonRequest) run(ctx context.Context, e env.Env, opts Options, res *
 // changes nothing.
 type ReplacementRequest struct{ Options }
 
-func (r *ReplacementRequest) options() Options { return r.Options }
+func (r *ReplacementRequest) options() *Options { return &r.Options }
 
 // Validate checks the scope and options; planning resumes nothing.
 func (r *ReplacementRequest) Validate() error {
@@ -234,7 +232,7 @@ func (r *ReplacementRequest) Validate() error {
 	return r.Options.validate()
 }
 
-func (r *ReplacementRequest) run(ctx context.Context, e env.Env, opts Options, res *Result) (*Result, error) {
+func (r *ReplacementRequest) run(ctx context.Context, e env.Env, res *Result) (*Result, error) {
 	src, err := source(ctx, e, res)
 	if err != nil {
 		return nil, err
@@ -243,7 +241,7 @@ func (r *ReplacementRequest) run(ctx context.Context, e env.Env, opts Options, r
 	if err != nil {
 		return nil, err
 	}
-	res.Replacement, err = PlanReplacement(ctx, src, dst, opts)
+	res.Replacement, err = PlanReplacement(ctx, src, dst, r.Options)
 	return res, err
 }
 
