@@ -83,7 +83,9 @@ func InstallCRDs(tb testing.TB, env *testenv.Env) {
 		}
 		_ = f.Close()
 	}
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+	opts := testenv.CRDInstallOptions()
+	opts.CRDs = crds
+	if _, err := envtest.InstallCRDs(env.Config, opts); err != nil {
 		tb.Fatalf("installing Cluster API CRDs: %v", err)
 	}
 }

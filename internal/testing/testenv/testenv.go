@@ -200,6 +200,7 @@ func start(opts Options) (*Env, error) {
 			ErrorIfCRDPathMissing:    true,
 			ControlPlaneStartTimeout: 2 * time.Minute,
 			ControlPlaneStopTimeout:  time.Minute,
+			CRDInstallOptions:        CRDInstallOptions(),
 		}
 		if err = UseServerBinaries(te); err != nil {
 			return nil, err
@@ -280,10 +281,23 @@ func (e *Env) Stop() {
 	}
 }
 
+// crdServedTimeout bounds the wait for installed CRDs to be served. envtest's default (10 s) is
+// missed on the 2-core CI machine when the live tiers run beside the integration tests: a test
+// API server then failed to start twice with "waiting for CRDs to appear as API resources".
+const crdServedTimeout = 2 * time.Minute
+
+// CRDInstallOptions are the options every CRD install of the tests starts from: the wait for
+// the CRDs to be served is long enough for a loaded machine.
+func CRDInstallOptions() envtest.CRDInstallOptions {
+	return envtest.CRDInstallOptions{MaxTime: crdServedTimeout, PollInterval: 200 * time.Millisecond}
+}
+
 // InstallCRDs installs the CRDs found at paths (files or folders) and waits until they are served.
 func (e *Env) InstallCRDs(tb testing.TB, paths ...string) {
 	tb.Helper()
-	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+	opts := CRDInstallOptions()
+	opts.Paths, opts.ErrorIfPathMissing = paths, true
+	if _, err := envtest.InstallCRDs(e.Config, opts); err != nil {
 		tb.Fatalf("installing CRDs from %v: %v", paths, err)
 	}
 }
