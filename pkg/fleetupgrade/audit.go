@@ -49,18 +49,20 @@ const ResultUpgrading = "Upgrading"
 type RolloutRecord struct {
 	Name string `json:"name"`
 	// User and Groups are who the API server says ran it (SelfSubjectReview).
-	User              string        `json:"user"`
-	Groups            []string      `json:"groups,omitempty"`
-	Started           time.Time     `json:"started"`
-	Updated           time.Time     `json:"updated"`
-	Finished          *time.Time    `json:"finished,omitempty"`
-	State             string        `json:"state"`
-	KubernetesVersion string        `json:"kubernetesVersion"`
-	PlanDigest        string        `json:"planDigest,omitempty"`
-	Selection         PlanSelection `json:"selection"`
-	Rollout           Rollout       `json:"rollout"`
-	Waves             []RecordWave  `json:"waves"`
-	Stop              *FleetStop    `json:"stop,omitempty"`
+	User              string     `json:"user"`
+	Groups            []string   `json:"groups,omitempty"`
+	Started           time.Time  `json:"started"`
+	Updated           time.Time  `json:"updated"`
+	Finished          *time.Time `json:"finished,omitempty"`
+	State             string     `json:"state"`
+	KubernetesVersion string     `json:"kubernetesVersion"`
+	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
+	RolloutAfter string        `json:"rolloutAfter,omitempty"`
+	PlanDigest   string        `json:"planDigest,omitempty"`
+	Selection    PlanSelection `json:"selection"`
+	Rollout      Rollout       `json:"rollout"`
+	Waves        []RecordWave  `json:"waves"`
+	Stop         *FleetStop    `json:"stop,omitempty"`
 	// ManagementCluster is the context the record was read from (set by History over several).
 	ManagementCluster string `json:"managementCluster,omitempty"`
 }
@@ -109,7 +111,7 @@ func newRecorder(ctx context.Context, clients map[string]client.Client, plan *Fl
 	_, _ = rand.Read(suffix)
 	r.rec = RolloutRecord{
 		Name: "fleet-upgrade-" + now.Format("20060102-150405") + "-" + hex.EncodeToString(suffix), Started: now, Updated: now, State: RolloutRunning,
-		KubernetesVersion: req.KubernetesVersion, PlanDigest: digest, Rollout: req.Rollout,
+		KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, PlanDigest: digest, Rollout: req.Rollout,
 		Selection: PlanSelection{Namespace: req.Selection.Namespace, Selector: req.Selection.Selector, Wave: req.Selection.Wave, ManagementClusters: managementClusters},
 	}
 	for _, w := range plan.Waves {

@@ -24,16 +24,17 @@ type clusterRun struct {
 	patchedAny bool
 }
 
-// runCluster upgrades one cluster of a wave and returns its failure (nil when it is at the target).
+// runCluster changes one cluster of a wave (the change's runCluster) and returns its failure (nil
+// when it is done).
 func (a *fleetApplier) runCluster(userCtx, gctx context.Context, cu ClusterUpgrade, cr *FleetClusterReport) *FleetApplyFailure {
 	ctx, cancel := context.WithTimeout(gctx, a.req.Timeout)
 	defer cancel()
 	r := &clusterRun{a: a, userCtx: userCtx, gctx: gctx, ctx: ctx, cu: cu, cr: cr,
 		info: a.infos[cu.Ref()], name: cu.Ref(), target: a.req.KubernetesVersion}
-	return r.run()
+	return a.change.runCluster(r)
 }
 
-// run loops over the cluster's steps: read its state, plan the next step from it, let what is
+// run is the Kubernetes upgrade of one cluster: it loops over the cluster's steps: read its state, plan the next step from it, let what is
 // under way finish, patch, wait.
 func (r *clusterRun) run() *FleetApplyFailure {
 	for {
@@ -42,7 +43,7 @@ func (r *clusterRun) run() *FleetApplyFailure {
 			return r.stop("reading the cluster", err, nil)
 		}
 		r.info.ControlPlaneVersion, r.info.WorkerVersions = s.ControlPlaneVersion(), s.WorkerVersions()
-		next, reason := planCluster(r.info, r.a.target.parsed)
+		next, reason := r.a.change.planCluster(r.info)
 		if reason != "" {
 			return r.stop("planning", errors.New(reason), nil)
 		}

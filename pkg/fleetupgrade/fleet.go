@@ -40,6 +40,8 @@ const (
 // FleetPlan is the Kubernetes upgrade plan of every workload cluster of a management cluster.
 type FleetPlan struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
+	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
+	RolloutAfter string `json:"rolloutAfter,omitempty"`
 	// Waves in upgrade order: numbered waves ascending, then clusters without a wave label.
 	Waves []FleetWave `json:"waves"`
 	// Unplannable clusters, with why.
@@ -167,7 +169,7 @@ func PlanFleet(ctx context.Context, c client.Reader, mapper meta.RESTMapper, req
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planWaves(infos, t, req.Rollout)
+	plan, err := planWaves(infos, versionUpgrade{t}, req.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -225,10 +227,10 @@ func resolveTarget(s string) (target, error) {
 	return target{written: w, parsed: p}, err
 }
 
-// planWaves is the plan of infos to t, its waves shaped by the rollout (--canary): what the plan
-// shows and saves, and what the apply rolls.
-func planWaves(infos []ClusterInfo, t target, r Rollout) (*FleetPlan, error) {
-	plan := buildPlan(infos, t)
+// planWaves is the plan of the change to infos, its waves shaped by the rollout (--canary): what
+// the plan shows and saves, and what the apply rolls.
+func planWaves(infos []ClusterInfo, ch fleetChange, r Rollout) (*FleetPlan, error) {
+	plan := buildPlan(infos, ch)
 	return plan, r.shape(plan)
 }
 
@@ -397,16 +399,17 @@ func BuildFleetPlan(infos []ClusterInfo, version string) (*FleetPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildPlan(infos, t), nil
+	return buildPlan(infos, versionUpgrade{t}), nil
 }
 
-// buildPlan plans every cluster to t.
-func buildPlan(infos []ClusterInfo, t target) *FleetPlan {
-	plan := &FleetPlan{KubernetesVersion: t.written, Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
+// buildPlan plans the change of every cluster, in waves.
+func buildPlan(infos []ClusterInfo, ch fleetChange) *FleetPlan {
+	plan := &FleetPlan{Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
+	ch.head(plan)
 	waves := map[string]*FleetWave{}
 	for _, info := range infos {
 		waveStr, wave, werr := clusterWave(info.Labels)
-		cu, reason := planCluster(info, t.parsed)
+		cu, reason := ch.planCluster(info)
 		if werr != "" {
 			reason = werr
 		}

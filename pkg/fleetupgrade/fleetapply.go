@@ -48,6 +48,10 @@ type FleetApplyRequest struct {
 	Plan string
 	// Rollout is how the waves are rolled.
 	Rollout Rollout
+	// Rotation, when set, makes the run a machine rotation instead of a Kubernetes upgrade:
+	// every Machine of the selected clusters is replaced (rollout.after), through the same
+	// waves and gates. KubernetesVersion and Plan must be empty then.
+	Rotation *Rotation
 	// NoWait makes a run outside Rollout.Window stop at once, saying when the window opens
 	// next, instead of waiting for it.
 	NoWait bool
@@ -84,10 +88,12 @@ const (
 
 // FleetApplyReport is what the fleet apply did, wave by wave.
 type FleetApplyReport struct {
-	KubernetesVersion string             `json:"kubernetesVersion"`
-	DryRun            bool               `json:"dryRun,omitempty"`
-	Waves             []FleetWaveReport  `json:"waves"`
-	Failure           *FleetApplyFailure `json:"failure,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
+	RolloutAfter string             `json:"rolloutAfter,omitempty"`
+	DryRun       bool               `json:"dryRun,omitempty"`
+	Waves        []FleetWaveReport  `json:"waves"`
+	Failure      *FleetApplyFailure `json:"failure,omitempty"`
 	// Failures are every cluster that failed, in order; with --max-failures K the run goes on
 	// past K of them (Failure is then the one that stopped it, or nil).
 	Failures []FleetApplyFailure `json:"failures,omitempty"`
@@ -222,7 +228,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 		if edited != "" {
 			drifts = append([]string{edited}, drifts...)
 		}
-		more, err := fleetDrift(ctx, members, pf, req, rr.target, 0)
+		more, err := fleetDrift(ctx, members, pf, req, rr.change, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -231,12 +237,12 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 			return nil, &DriftError{Path: req.Plan, Before: "before the first patch", Drifts: drifts}
 		}
 	}
-	plan, infos, preflight, err := preflightFleet(ctx, members, clients, req, rr.target)
+	plan, infos, preflight, err := preflightFleet(ctx, members, clients, req, rr.change)
 	if err != nil {
 		return nil, err
 	}
 	report := newFleetReport(req, plan, preflight, pf)
-	a := &fleetApplier{clients: clients, req: req, target: rr.target, window: rr.window, infos: infos, members: members, planFile: pf}
+	a := &fleetApplier{clients: clients, req: req, change: rr.change, window: rr.window, infos: infos, members: members, planFile: pf}
 	if !req.DryRun {
 		var names []string
 		for _, m := range members {
@@ -269,7 +275,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 // checked when it is read); a Timeout or PollInterval that is not positive means the default.
 func (req FleetApplyRequest) Validate() error {
 	if req.Plan != "" {
-		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) {
+		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) || req.Rotation != nil {
 			return fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
 		}
 		return nil
@@ -278,21 +284,31 @@ func (req FleetApplyRequest) Validate() error {
 	return err
 }
 
-// resolve checks a request without a saved plan (Validate) and returns its version and window,
-// each parsed once.
-func (req FleetApplyRequest) resolve() (target, *Window, error) {
-	t, err := resolveTarget(req.KubernetesVersion)
-	if err != nil {
-		return t, nil, err
+// resolve checks a request without a saved plan (Validate) and returns its change (the version
+// parsed, or the rotation) and window, each parsed once.
+func (req FleetApplyRequest) resolve() (fleetChange, *Window, error) {
+	var ch fleetChange
+	if req.Rotation != nil {
+		r, err := req.Rotation.resolve(req.KubernetesVersion)
+		if err != nil {
+			return nil, nil, err
+		}
+		ch = r
+	} else {
+		t, err := resolveTarget(req.KubernetesVersion)
+		if err != nil {
+			return nil, nil, err
+		}
+		ch = versionUpgrade{t}
 	}
 	if _, err := SelectFleet(nil, req.Selection); err != nil {
-		return t, nil, err
+		return nil, nil, err
 	}
 	if err := req.Rollout.check(); err != nil {
-		return t, nil, err
+		return nil, nil, err
 	}
 	w, err := req.Rollout.window()
-	return t, w, err
+	return ch, w, err
 }
 
 // Complete validates the request (Validate) and writes its version as vX.Y.Z (1.35.1 and
@@ -301,11 +317,11 @@ func (req *FleetApplyRequest) Complete() error {
 	if req.Plan != "" {
 		return req.Validate()
 	}
-	t, _, err := req.resolve()
+	ch, _, err := req.resolve()
 	if err != nil {
 		return err
 	}
-	req.KubernetesVersion = t.written
+	ch.complete(req)
 	return nil
 }
 
@@ -314,7 +330,7 @@ func (req *FleetApplyRequest) Complete() error {
 // window parsed, the defaults filled. Nothing downstream parses the version or the window again.
 type resolvedApply struct {
 	FleetApplyRequest
-	target   target
+	change   fleetChange
 	window   *Window // nil: no window
 	planFile *PlanFile
 	edited   string
@@ -326,7 +342,7 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, er
 	r := resolvedApply{}
 	var err error
 	if req.Plan == "" {
-		if r.target, r.window, err = req.resolve(); err != nil {
+		if r.change, r.window, err = req.resolve(); err != nil {
 			return r, err
 		}
 	} else {
@@ -338,9 +354,11 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, er
 		}
 		pf := r.planFile
 		req.KubernetesVersion, req.Selection, req.Rollout = pf.Plan.KubernetesVersion, pf.Selection.fleetSelection(), pf.Rollout
-		if r.target, err = resolveTarget(req.KubernetesVersion); err != nil {
+		t, err := resolveTarget(req.KubernetesVersion)
+		if err != nil {
 			return r, fmt.Errorf("plan file %s: %w", req.Plan, err)
 		}
+		r.change = versionUpgrade{t}
 		if err := req.Rollout.check(); err != nil { // the saved plan's rollout
 			return r, err
 		}
@@ -348,8 +366,9 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, er
 			return r, err
 		}
 	}
-	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written.
-	req.KubernetesVersion = r.target.written
+	// 1.35.1 and v1.35.1 alike, as every command accepts them; v1.35.1 is what gets written (a
+	// rotation's time, to the second, in UTC).
+	r.change.complete(&req)
 	if req.Rollout.Soak > 0 && req.Health == nil && !req.DryRun {
 		return r, errors.New("a rollout with a soak needs a health check (FleetApplyRequest.Health): without one the soak could not see new problems")
 	}
@@ -368,7 +387,7 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, er
 
 // newFleetReport is the report before the first wave: every cluster of the plan not started.
 func newFleetReport(req FleetApplyRequest, plan *FleetPlan, preflight *FleetPreflight, pf *PlanFile) *FleetApplyReport {
-	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
 	if pf != nil {
 		report.PlanDigest = pf.Digest
 	}
@@ -409,7 +428,7 @@ func (a *fleetApplier) runWaves(ctx context.Context, plan *FleetPlan, report *Fl
 		}
 		if pf != nil && (wi > 0 || waited) {
 			// Before each later wave: its clusters and those after must still be as planned.
-			drifts, err := fleetDrift(ctx, a.members, pf, req, a.target, wi)
+			drifts, err := fleetDrift(ctx, a.members, pf, req, a.change, wi)
 			if err != nil {
 				drifts = []string{"the clusters could not be read to compare them with the plan: " + err.Error()}
 			}
@@ -468,12 +487,12 @@ func (a *fleetApplier) runGates(ctx context.Context, wi int, plan *FleetPlan, wr
 }
 
 // fleetDrift reads the selection again and compares it with the saved plan from wave index from.
-func fleetDrift(ctx context.Context, members []FleetMember, pf *PlanFile, req FleetApplyRequest, t target, from int) ([]string, error) {
+func fleetDrift(ctx context.Context, members []FleetMember, pf *PlanFile, req FleetApplyRequest, ch fleetChange, from int) ([]string, error) {
 	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, err
 	}
-	live, err := planWaves(infos, t, req.Rollout)
+	live, err := planWaves(infos, ch, req.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -486,12 +505,12 @@ func since(t time.Time) float64 { return float64(time.Since(t).Milliseconds()) /
 // selected cluster cannot be upgraded: unplannable clusters, steps whose patch nothing names, an
 // earlier wave not done, installed providers that say they do not support a version to set, and
 // first patches the API server refuses as a dry run. Nothing is written before it passes.
-func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest, t target) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
+func preflightFleet(ctx context.Context, members []FleetMember, clients map[string]client.Client, req FleetApplyRequest, ch fleetChange) (*FleetPlan, map[string]ClusterInfo, *FleetPreflight, error) {
 	infos, err := ReadFleets(ctx, members, req.Selection)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	plan, err := planWaves(infos, t, req.Rollout)
+	plan, err := planWaves(infos, ch, req.Rollout)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -516,7 +535,7 @@ func preflightFleet(ctx context.Context, members []FleetMember, clients map[stri
 				if w.Wave != nil && *w.Wave < *sel {
 					for _, cu := range w.Clusters {
 						if !cu.UpToDate {
-							problems = append(problems, fmt.Sprintf("cluster %s of the earlier wave %d is not at %s yet: upgrade wave %d first", cu.Ref(), *w.Wave, req.KubernetesVersion, *w.Wave))
+							problems = append(problems, fmt.Sprintf("cluster %s of the earlier wave %d is not %s yet: roll wave %d first", cu.Ref(), *w.Wave, ch.goal(), *w.Wave))
 						}
 					}
 				}
@@ -536,13 +555,13 @@ func preflightFleet(ctx context.Context, members []FleetMember, clients map[stri
 	if sel := req.Selection.Wave; sel != nil && len(waves) == 0 {
 		return nil, nil, nil, &PreflightError{Problems: []string{fmt.Sprintf("no selected cluster is in wave %d (label %s or %s)", *sel, WaveLabel, PlainWaveLabel)}}
 	}
-	pf, refused, err := checkProvidersSupport(ctx, members, waves)
+	pf, refused, err := ch.preflight(ctx, members, waves)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	problems = append(problems, refused...)
 	var unsettled []string
-	refused, unsettled, pf.DryRunPatches, err = dryRunFirstPatches(ctx, clients, req, waves, byKey)
+	refused, unsettled, pf.DryRunPatches, err = dryRunFirstPatches(ctx, clients, req, ch, waves, byKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -598,8 +617,8 @@ type fleetApplier struct {
 	planFile *PlanFile
 	window   *Window
 	req      FleetApplyRequest
-	// target is req.KubernetesVersion, parsed once (resolveApply).
-	target target
+	// change is what the run does to each cluster, resolved once (resolveApply).
+	change fleetChange
 	infos  map[string]ClusterInfo
 	mu     sync.Mutex
 	// rec writes the run's audit record (nil for a dry run).

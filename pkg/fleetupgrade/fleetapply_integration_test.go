@@ -310,7 +310,7 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 		}
 		two := 2
 		r.Selection.Wave = &two
-		if _, err := ApplyFleet(ctx, c, r); err == nil || !strings.Contains(err.Error(), "ok/a of the earlier wave 1 is not at v1.35.0 yet") {
+		if _, err := ApplyFleet(ctx, c, r); err == nil || !strings.Contains(err.Error(), "ok/a of the earlier wave 1 is not at v1.35.0 yet: roll wave 1 first") {
 			t.Errorf("wave 2 before wave 1: %v", err)
 		}
 		if after := generations(t, c, "ok"); fmt.Sprint(after) != fmt.Sprint(before) {

@@ -96,7 +96,7 @@ func planFleetEach(ctx context.Context, members []multicluster.Member, req Fleet
 			infos = append(infos, in)
 		}
 	}
-	plan, err := planWaves(infos, t, req.Rollout)
+	plan, err := planWaves(infos, versionUpgrade{t}, req.Rollout)
 	if err != nil {
 		return nil, err
 	}

@@ -157,7 +157,7 @@ func checkProviderSupport(ctx context.Context, c client.Reader, waves []FleetWav
 // next patch, and the webhooks rightly refuse a version change while one is under way. It returns
 // the refusals and the notes of clusters not dry-run, in cluster order, and how many patches the
 // API server accepted.
-func dryRunFirstPatches(ctx context.Context, clients map[string]client.Client, req FleetApplyRequest, waves []FleetWave, infos map[string]ClusterInfo) ([]string, []string, int, error) {
+func dryRunFirstPatches(ctx context.Context, clients map[string]client.Client, req FleetApplyRequest, ch fleetChange, waves []FleetWave, infos map[string]ClusterInfo) ([]string, []string, int, error) {
 	var todo []ClusterUpgrade
 	for _, w := range waves {
 	clusters:
@@ -187,19 +187,19 @@ func dryRunFirstPatches(ctx context.Context, clients map[string]client.Client, r
 			if err != nil {
 				return err
 			}
-			step, version, kind := nextPatch(s, info, cu, req.KubernetesVersion)
+			step, send := ch.firstPatch(a, s, info, cu)
 			if step == "" {
 				return nil
 			}
 			if p := Pending(s); len(p) > 0 {
-				notes[i] = fmt.Sprintf("cluster %s is not settled (%s): its first patch (%s) is sent, and checked by the API server, once that is done", cu.Ref(), strings.Join(p, "; "), stepName(step, version))
+				notes[i] = fmt.Sprintf("cluster %s is not settled (%s): its first patch (%s) is sent, and checked by the API server, once that is done", cu.Ref(), strings.Join(p, "; "), step)
 				return nil
 			}
-			if _, err := a.patch(gctx, cu.ManagementCluster, s, kind, version); err != nil {
+			if err := send(gctx); err != nil {
 				if gctx.Err() != nil {
 					return gctx.Err()
 				}
-				refusals[i] = fmt.Sprintf("cluster %s: the API server refuses its first patch (%s, server-side dry run): %v", cu.Ref(), stepName(step, version), err)
+				refusals[i] = fmt.Sprintf("cluster %s: the API server refuses its first patch (%s, server-side dry run): %v", cu.Ref(), step, err)
 				return nil
 			}
 			accepted[i] = true

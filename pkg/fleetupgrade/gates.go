@@ -71,7 +71,7 @@ func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveRepor
 	d := time.Duration(a.req.Rollout.Soak)
 	var clusters []ClusterUpgrade
 	for i, cu := range w.Clusters {
-		if r := wr.Clusters[i].Result; r == ResultUpgraded || r == ResultUpToDate {
+		if r := wr.Clusters[i].Result; r == ResultUpgraded || r == ResultRotated || r == ResultUpToDate {
 			clusters = append(clusters, cu)
 		}
 	}
@@ -192,9 +192,9 @@ func (a *fleetApplier) gateCommand(ctx context.Context, wi, waves int, w FleetWa
 		"CAPCTL_WAVE_INDEX="+strconv.Itoa(wi+1),
 		"CAPCTL_WAVES="+strconv.Itoa(waves),
 		"CAPCTL_CLUSTERS="+strings.Join(refs, ","),
-		"CAPCTL_KUBERNETES_VERSION="+a.req.KubernetesVersion,
 		"CAPCTL_PLAN_DIGEST="+digest,
 	)
+	cmd.Env = append(cmd.Env, a.change.gateEnv()...)
 	out := &boundedBuffer{max: gateOutputMax}
 	cmd.Stdout, cmd.Stderr = out, out
 	a.req.Progress("Wave %s: running the gate command", w.Name())

@@ -15,7 +15,7 @@ func TestGateCommandChildrenAreBounded(t *testing.T) {
 	w := FleetWave{Clusters: []ClusterUpgrade{{Namespace: "ns", Name: "a"}}}
 	run := func(ctx context.Context, command string) (GateResult, *FleetStop, time.Duration) {
 		var p progressLines
-		a := &fleetApplier{req: FleetApplyRequest{KubernetesVersion: "v1.35.0", Rollout: Rollout{GateCommand: command}, Progress: p.add}}
+		a := &fleetApplier{req: FleetApplyRequest{Rollout: Rollout{GateCommand: command}, Progress: p.add}, change: rotation{after: time.Now()}}
 		start := time.Now()
 		res, stop := a.gateCommand(ctx, 0, 1, w, "sha256:00")
 		return res, stop, time.Since(start)

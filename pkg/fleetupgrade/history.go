@@ -160,7 +160,10 @@ func RenderHistory(w io.Writer, recs []RolloutRecord) error {
 			total += v
 		}
 		clusters := fmt.Sprintf("%d upgraded, %d up to date, %d failed of %d", n[ResultUpgraded], n[ResultUpToDate], n[ResultFailed], total)
-		t.Row(r.Name, r.Started.Format(time.RFC3339), r.User, r.KubernetesVersion, r.State, fmt.Sprintf("%d/%d", started, len(r.Waves)), clusters, shortDigest(r.PlanDigest))
+		if r.RolloutAfter != "" {
+			clusters = fmt.Sprintf("%d rotated, %d up to date, %d failed of %d", n[ResultRotated], n[ResultUpToDate], n[ResultFailed], total)
+		}
+		t.Row(r.Name, r.Started.Format(time.RFC3339), r.User, r.change(), r.State, fmt.Sprintf("%d/%d", started, len(r.Waves)), clusters, shortDigest(r.PlanDigest))
 	}
 	return t.Flush()
 }
@@ -191,7 +194,11 @@ func RenderRecord(w io.Writer, r RolloutRecord) error {
 		fmt.Fprintf(w, "Updated:    %s (not finished: still running, or the run was killed then)\n", r.Updated.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "State:      %s\n", r.State)
-	fmt.Fprintf(w, "Version:    %s\n", r.KubernetesVersion)
+	if r.RolloutAfter != "" {
+		fmt.Fprintf(w, "Rotation:   rollout.after %s\n", r.RolloutAfter)
+	} else {
+		fmt.Fprintf(w, "Version:    %s\n", r.KubernetesVersion)
+	}
 	if r.PlanDigest != "" {
 		fmt.Fprintf(w, "Plan:       %s\n", r.PlanDigest)
 	}
@@ -248,4 +255,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// change is what the run changed, as the history lists it: the Kubernetes version, or the
+// rotation's time.
+func (r RolloutRecord) change() string {
+	if r.RolloutAfter != "" {
+		return "rotate@" + r.RolloutAfter
+	}
+	return r.KubernetesVersion
 }

@@ -143,7 +143,7 @@ func testCanaryDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planned, err := planWaves(infos, v135, r)
+	planned, err := planWaves(infos, versionUpgrade{v135}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func testCanaryDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := append([]ClusterInfo{info("a", "u3")}, infos...)
-	p, err := planWaves(live, v135, r)
+	p, err := planWaves(live, versionUpgrade{v135}, r)
 	if err != nil {
 		t.Fatal(err)
 	}

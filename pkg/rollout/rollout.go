@@ -279,15 +279,16 @@ func patchesOf(targets []Target) ([]onePatch, error) {
 	return out, nil
 }
 
-// apply sends the run's PATCHes in order; a failure says what was already done.
-func apply(ctx context.Context, c *cluster.Client, targets []Target) error {
+// apply sends the run's PATCHes in order, with opts (a server-side dry run); a failure says
+// what was already done.
+func apply(ctx context.Context, c *cluster.Client, targets []Target, opts ...client.PatchOption) error {
 	patches, err := patchesOf(targets)
 	if err != nil {
 		return err
 	}
 	var done []string
 	for _, p := range patches {
-		err := c.Patch(ctx, p.obj, p.patch)
+		err := c.Patch(ctx, p.obj, p.patch, opts...)
 		if err == nil {
 			done = append(done, p.refs...)
 			continue
@@ -432,8 +433,26 @@ func newTarget(ref string, u *unstructured.Unstructured) Target {
 	return Target{Ref: ref, Kind: u.GetKind(), APIVersion: u.GetAPIVersion(), Namespace: u.GetNamespace(), Name: u.GetName(), Cluster: cl, obj: u}
 }
 
-// machineDeployments lists the MachineDeployments --all or --selector picks (one LIST).
+// machineDeployments lists the MachineDeployments --all or --selector picks (one LIST); none is
+// an error.
 func (r *resolver) machineDeployments(ctx context.Context, req Request) ([]Target, error) {
+	out, err := r.listMachineDeployments(ctx, req)
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	what := "in namespace " + r.ns
+	if req.Cluster != "" {
+		what = fmt.Sprintf("of cluster %s/%s", r.ns, req.Cluster)
+	}
+	if req.Selector != "" {
+		what += fmt.Sprintf(" matching %q", req.Selector)
+	}
+	return nil, fmt.Errorf("no MachineDeployments %s", what)
+}
+
+// listMachineDeployments lists the MachineDeployments req picks (All or Selector, limited to
+// Cluster's), by name; none is no error.
+func (r *resolver) listMachineDeployments(ctx context.Context, req Request) ([]Target, error) {
 	v, err := r.preferred(contract.Group)
 	if err != nil {
 		return nil, err
@@ -459,16 +478,6 @@ func (r *resolver) machineDeployments(ctx context.Context, req Request) ([]Targe
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	if len(out) == 0 {
-		what := "in namespace " + r.ns
-		if req.Cluster != "" {
-			what = fmt.Sprintf("of cluster %s/%s", r.ns, req.Cluster)
-		}
-		if req.Selector != "" {
-			what += fmt.Sprintf(" matching %q", req.Selector)
-		}
-		return nil, fmt.Errorf("no MachineDeployments %s", what)
-	}
 	return out, nil
 }
 
