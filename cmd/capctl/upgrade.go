@@ -384,7 +384,7 @@ func (f *rolloutFlags) add(cmd *cobra.Command, with string) {
 	fl.IntVar(&f.rollout.Canary, "canary", 0, w+"make a first wave of this many clusters (the first by management cluster, namespace, name); only when no cluster has a wave label")
 	fl.IntVar(&f.rollout.MaxFailures, "max-failures", 0, w+"how many clusters may fail before the rollout stops (0: the first failure stops it); each failure is reported")
 	fl.DurationVar((*time.Duration)(&f.rollout.Soak), "soak", 0, w+"after each wave, watch its clusters this long (each must stay Available, no MachineHealthCheck remediation, no new diagnose finding), else stop")
-	fl.StringVar(&f.rollout.GateCommand, "gate-command", "", w+"run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
+	fl.StringVar(&f.rollout.GateCommand, "gate-command", "", w+"run this shell command after each wave and its soak (env CAPCTL_WAVE, CAPCTL_WAVE_INDEX, CAPCTL_WAVES, CAPCTL_CLUSTERS, CAPCTL_KUBERNETES_VERSION or CAPCTL_ROLLOUT_AFTER, CAPCTL_PLAN_DIGEST); a non-zero exit stops the rollout")
 	fl.Var(windowFlag{&f.rollout.Window}, "window", w+"start waves only in this window, like 'Sat,Sun 02:00-06:00 UTC' (days optional, a range may cross midnight, zone UTC or IANA)")
 }
 
@@ -478,12 +478,13 @@ func runUpgradeApply(ctx context.Context, o *UpgradeApplyOptions) error {
 	return output.Render(o.IO.Out, o.Output, res, func(w io.Writer) error { return upgrade.RenderApplyResult(w, res) })
 }
 
-// fleetApplyDone prints the fleet apply's report and says how the run ended.
-func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, err error) error {
+// fleetApplyDone prints the fleet apply's report (an upgrade or a rotation) and says how the run
+// ended.
+func fleetApplyDone(out io.Writer, format output.Format, rep *fleetupgrade.FleetApplyReport, err error) error {
 	if rep == nil {
 		return err
 	}
-	if rerr := output.Render(o.IO.Out, o.Output, rep, func(w io.Writer) error { return fleetupgrade.RenderApplyReport(w, rep) }); rerr != nil {
+	if rerr := output.Render(out, format, rep, func(w io.Writer) error { return fleetupgrade.RenderApplyReport(w, rep) }); rerr != nil {
 		return rerr
 	}
 	return fleetupgrade.EndError(rep, err)
@@ -493,14 +494,23 @@ func fleetApplyDone(o *UpgradeApplyOptions, rep *fleetupgrade.FleetApplyReport, 
 // call, over the management cluster or those of --contexts/--all-contexts) and prints the
 // report; when it stops it prints the report and why, then how to continue.
 func runFleetApply(ctx context.Context, o *UpgradeApplyOptions) error {
-	e, err := o.env(ctx, o.Contexts)
+	return runFleet(ctx, o.deps, o.Contexts, o.Output, *o.Fleet, "")
+}
+
+// runFleet makes the one fleetupgrade.Apply call of a fleet change (an upgrade or a rotation)
+// over the management cluster or those of sel, with progress lines (first, when set, leads
+// them) and diagnose's rules as the soak's health check, and prints the report.
+func runFleet(ctx context.Context, d deps, sel multicluster.Selection, format output.Format, req fleetupgrade.FleetApplyRequest, first string) error {
+	e, err := d.env(ctx, sel)
 	if err != nil {
 		return err
 	}
-	progress := output.NewProgress(o.IO)
+	progress := output.NewProgress(d.IO)
 	e.Progress = func(s string) { progress.Step("%s", s) }
-	req := *o.Fleet
+	if first != "" {
+		progress.Step("%s", first)
+	}
 	req.Health = diagnose.SoakHealth
 	rep, err := fleetupgrade.Apply(ctx, e, req)
-	return fleetApplyDone(o, rep, err)
+	return fleetApplyDone(d.IO.Out, format, rep, err)
 }

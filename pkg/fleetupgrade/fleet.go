@@ -115,11 +115,13 @@ type UpgradeStep struct {
 }
 
 func (s UpgradeStep) String() string {
-	c := "control plane"
-	if s.Component == Workers {
-		c = "workers"
+	switch s.Component {
+	case Workers:
+		return "workers " + s.Version
+	case Machines:
+		return "machines rollout.after " + s.Version
 	}
-	return c + " " + s.Version
+	return "control plane " + s.Version
 }
 
 // UnplannableCluster is a cluster capctl cannot plan, and why.

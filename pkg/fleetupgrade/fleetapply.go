@@ -289,6 +289,9 @@ func (req FleetApplyRequest) Validate() error {
 func (req FleetApplyRequest) resolve() (fleetChange, *Window, error) {
 	var ch fleetChange
 	if req.Rotation != nil {
+		if req.Selection.Wave != nil {
+			return nil, nil, errors.New("a machine rotation rolls every wave in order: it takes no wave (resume an interrupted one with its --rollout-after)")
+		}
 		r, err := req.Rotation.resolve(req.KubernetesVersion)
 		if err != nil {
 			return nil, nil, err

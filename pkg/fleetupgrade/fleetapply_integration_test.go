@@ -161,14 +161,24 @@ func (s *standIn) reconcile(ctx context.Context, o *unstructured.Unstructured) e
 	if err := s.c.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingLabels(ml)); err != nil {
 		return err
 	}
+	// spec.rollout.after replaces the Machines created before it, as the controllers do.
+	var after time.Time
+	if a, _, _ := unstructured.NestedString(o.Object, "spec", "rollout", "after"); a != "" {
+		after, _ = time.Parse(time.RFC3339, a)
+	}
 	for i := range machines.Items {
-		if v, _, _ := unstructured.NestedString(machines.Items[i].Object, "spec", "version"); v != want {
-			if err := s.c.Delete(ctx, &machines.Items[i]); err != nil {
+		m := &machines.Items[i]
+		if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != want || m.GetCreationTimestamp().Time.Before(after) {
+			if err := s.c.Delete(ctx, m); err != nil {
 				return err
 			}
 		}
 	}
-	m := u(capiV1beta2.WithKind("Machine"), o.GetNamespace(), fmt.Sprintf("%s-%s", o.GetName(), strings.ReplaceAll(want, ".", "-")), ml, map[string]any{
+	name := fmt.Sprintf("%s-%s", o.GetName(), strings.ReplaceAll(want, ".", "-"))
+	if !after.IsZero() {
+		name += fmt.Sprintf("-r%d", after.Unix())
+	}
+	m := u(capiV1beta2.WithKind("Machine"), o.GetNamespace(), name, ml, map[string]any{
 		"clusterName": cluster, "version": want, "bootstrap": map[string]any{"dataSecretName": "x"}, "infrastructureRef": infraRef("DockerMachine"),
 	})
 	if err := s.c.Create(ctx, m); err != nil && !strings.Contains(err.Error(), "already exists") {

@@ -116,7 +116,7 @@ func RenderApplyReport(w io.Writer, rep *FleetApplyReport) error {
 		return err
 	}
 	if len(rep.Waves) == 0 {
-		fmt.Fprintln(w, "There are no workload clusters to ")
+		fmt.Fprintln(w, "There are no workload clusters to change.")
 		return nil
 	}
 	t := output.NewTable(w, multicluster.Lead(multi, multicluster.Column, "WAVE", "CLUSTER", "RESULT", "STEPS", "SECONDS")...)
@@ -208,17 +208,22 @@ func RenderApplyReport(w io.Writer, rep *FleetApplyReport) error {
 // EndError is the error a fleet apply ends with, after its report was printed: err (from
 // ApplyFleet or applyFleetEach) with where the run stopped and how to continue.
 func EndError(rep *FleetApplyReport, err error) error {
+	again := "run the same command again"
+	if rep.RolloutAfter != "" {
+		// A rotation resumes at its own time: a new one would replace the replaced Machines again.
+		again = "run the same command again with --rollout-after " + rep.RolloutAfter
+	}
 	switch {
 	case errors.Is(err, ErrFleetInterrupted):
-		return fmt.Errorf("%w after the patch under way: run the same command again to continue from the clusters' state", err)
+		return fmt.Errorf("%w after the patch under way: %s to continue from the clusters' state", err, again)
 	case errors.Is(err, ErrFleetStopped) && rep.Stop != nil:
 		s := rep.Stop
-		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; run the same command again to continue from their state)", err, s.At, s.Gate, s.Reason)
+		return fmt.Errorf("%w %s (%s): %s (nothing was undone: each cluster is as the report shows; %s to continue from their state)", err, s.At, s.Gate, s.Reason, again)
 	case errors.Is(err, ErrFleetFailed):
-		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and run the same command again to finish them", err, len(rep.Failures))
+		return fmt.Errorf("%w: %d cluster(s) failed (within --max-failures); fix them and %s to finish them", err, len(rep.Failures), again)
 	case errors.Is(err, ErrFleetStopped):
 		f := rep.Failure
-		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and run the same command again to continue)", err, f.Ref(), f.Step, f.Reason)
+		return fmt.Errorf("%w at cluster %s, step %s: %s (clusters not started were left untouched; fix the cluster and %s to continue)", err, f.Ref(), f.Step, f.Reason, again)
 	}
 	return err
 }
