@@ -29,7 +29,8 @@ import (
 // finding; the second, CAPD back, stops in the soak when the canary's worker Machine is remediated
 // by its MachineHealthCheck; the third stops at the failing gate with only the canary upgraded;
 // once the gate passes, the same `apply --plan` finishes the other three, and `upgrade history`
-// shows the four runs as they went.
+// shows the four runs as they went. Then the same engine rotates the four clusters' machines
+// (rotateFleet).
 func TestGatedFleetRolloutLive(t *testing.T) {
 	const (
 		fleetNS = "gated"
@@ -211,6 +212,126 @@ func TestGatedFleetRolloutLive(t *testing.T) {
 		t.Errorf("fourth run's record %+v", recs[0])
 	}
 	e.mustCapctl(mgmt, "upgrade", "history", rep.Record)
+
+	rotateFleet(t, e, mgmt, fleetNS, dir)
+}
+
+// rotateFleet: the machine rotation of the same four ClusterClass clusters through the same
+// engine. `alpha rollout restart --all-clusters --canary 1` with a failing gate stops after the
+// canary, whose control plane and worker Machines the real controllers replaced (asked through
+// the Cluster's topology); the resume with the printed --rollout-after replaces the other three
+// clusters' Machines and leaves the canary's alone; the history holds both runs after the
+// upgrade's.
+func rotateFleet(t *testing.T, e *e2e, mgmt *livemgmt.Cluster, ns, dir string) {
+	t.Helper()
+	ok := filepath.Join(dir, "rotation-ok")
+	gate := `test -f ` + ok + ` || { echo "rotation smoke test failed on $CAPCTL_CLUSTERS at $CAPCTL_ROLLOUT_AFTER"; exit 1; }`
+	args := []string{"alpha", "rollout", "restart", "--all-clusters", "-n", ns, "--canary", "1", "--max-parallel", "100%", "--gate-command", gate, "--timeout", "8m", "-o", "json"}
+	time.Sleep(time.Second) // rollout.after holds seconds: every Machine is older than the rotation
+	before := machinesByCluster(t, mgmt.Client, ns)
+
+	start := time.Now()
+	out, err := e.capctl(mgmt, args...)
+	first := time.Since(start)
+	if err == nil {
+		t.Fatalf("the failing gate did not stop the rotation:\n%s", out)
+	}
+	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
+	at := rep.RolloutAfter
+	if at == "" || rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand || strings.Join(rep.Stop.Details, "") != "rotation smoke test failed on "+ns+"/g-1 at "+at {
+		t.Fatalf("rotation stop %+v (rollout.after %q)", rep.Stop, at)
+	}
+	if !strings.Contains(out, "run the same command again with --rollout-after "+at) {
+		t.Errorf("the stopped rotation does not say how to resume:\n%s", out)
+	}
+	canary := rep.Waves[0].Clusters[0]
+	if canary.Name != "g-1" || canary.Result != fleetupgrade.ResultRotated || len(canary.Steps) != 1 ||
+		!strings.Contains(strings.Join(canary.Steps[0].Patched, " "), "via Cluster "+ns+"/g-1 spec.topology.workers.machineDeployments[name=md-0].rollout.after") {
+		t.Fatalf("canary %+v: want g-1 rotated through its Cluster's topology", canary)
+	}
+	mid := machinesByCluster(t, mgmt.Client, ns)
+	for cl, ms := range mid {
+		for name, created := range ms {
+			_, old := before[cl][name]
+			if cl == "g-1" && (old || created.Before(mustTime(t, at))) {
+				t.Errorf("the canary's Machine %s (created %s) was not replaced", name, created)
+			}
+			if cl != "g-1" && !old {
+				t.Errorf("%s's Machine %s is new: a cluster after the stopped canary was rotated", cl, name)
+			}
+		}
+	}
+
+	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	rep2 := fleetReport(t, e.mustCapctl(mgmt, append(args, "--rollout-after", at)...))
+	second := time.Since(start)
+	replaced := 0
+	after := machinesByCluster(t, mgmt.Client, ns)
+	for _, w := range rep2.Waves {
+		for _, c := range w.Clusters {
+			want := fleetupgrade.ResultRotated
+			if c.Name == "g-1" {
+				want = fleetupgrade.ResultUpToDate
+			}
+			if c.Result != want {
+				t.Errorf("resumed rotation: %s %s, want %s", c.Name, c.Result, want)
+			}
+		}
+	}
+	for cl, ms := range after {
+		for name, created := range ms {
+			if created.Before(mustTime(t, at)) {
+				t.Errorf("%s's Machine %s created %s, before the rotation's %s", cl, name, created, at)
+			}
+			if _, old := before[cl][name]; !old {
+				replaced++
+			}
+		}
+		if cl == "g-1" && !maps.EqualFunc(ms, mid[cl], func(a, b time.Time) bool { return a.Equal(b) }) {
+			t.Errorf("the resume replaced the canary's Machines again: %v -> %v", mid[cl], ms)
+		}
+	}
+	t.Logf("rotation of %d clusters: canary run %s (stopped at the gate), resume %s; %d Machines replaced", len(after), first.Round(time.Second), second.Round(time.Second), replaced)
+
+	var recs []fleetupgrade.RolloutRecord
+	if err := json.Unmarshal([]byte(e.mustCapctl(mgmt, "upgrade", "history", "-o", "json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[0].RolloutAfter != at || recs[1].RolloutAfter != at ||
+		recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutStopped || recs[2].RolloutAfter != "" {
+		t.Errorf("history after the rotation: %+v", recs)
+	}
+}
+
+// machinesByCluster maps each cluster of ns to its Machines' names and creation times.
+func machinesByCluster(t *testing.T, c client.Client, ns string) map[string]map[string]time.Time {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]time.Time{}
+	for _, m := range list.Items {
+		cl := m.GetLabels()[fleetupgrade.ClusterNameLabel]
+		if out[cl] == nil {
+			out[cl] = map[string]time.Time{}
+		}
+		out[cl][m.GetName()] = m.GetCreationTimestamp().Time
+	}
+	return out
+}
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
 
 // markForRemediation gives the worker Machine of cluster ns/name to its MachineHealthCheck with
