@@ -24,6 +24,9 @@ import (
 // lists both, newest first. A user who cannot write the record cannot start a rollout: nothing
 // is changed.
 func TestFleetAuditRecordOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client

@@ -109,6 +109,9 @@ func TestBuildFleetPlanWaves(t *testing.T) {
 // TestPlanFleetWithoutClusterAPI: on an API server without Cluster API the fleet plan says to
 // run capctl init.
 func TestPlanFleetWithoutClusterAPI(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	testenv.Integration(t)
 	env := testenv.Start(t, testenv.Options{})
 	if _, err := PlanFleet(testenv.Context(t), env.Client, env.Client.Mapper, FleetPlanRequest{KubernetesVersion: "v1.33.2"}); err == nil || !strings.Contains(err.Error(), "capctl init") {
@@ -117,6 +120,9 @@ func TestPlanFleetWithoutClusterAPI(t *testing.T) {
 }
 
 func TestPlanFleetOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 

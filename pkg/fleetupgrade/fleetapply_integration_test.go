@@ -267,6 +267,9 @@ func startFleetEnv(t *testing.T) *testenv.Env {
 // TestApplyFleetOnAPIServer runs the fleet apply over clusters without topology on a real API
 // server; the standIn above does, through the status subresource, what the controllers would.
 func TestApplyFleetOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
@@ -462,6 +465,9 @@ func TestApplyFleetOnAPIServer(t *testing.T) {
 // step, not find the objects settled at the old version and go on to the next wave. (No
 // controller runs here: the step cannot finish, so the run must stop at the timeout.)
 func TestApplyFleetResumesTopologyBeforeItPropagates(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	testenv.Integration(t)
 	crds := filepath.Join(testenv.FixturesDir(t), "crds")
 	env := testenv.Start(t, testenv.Options{CRDPaths: []string{
@@ -551,6 +557,9 @@ func resourceVersions(t *testing.T, c client.Client) map[string]string {
 // dry run goes through), a ClusterClass missing a step, a downgrade and an unplannable cluster.
 // Each refusal alone and all together list every problem and change nothing.
 func TestFleetPreflightOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client

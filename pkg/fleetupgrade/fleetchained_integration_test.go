@@ -147,6 +147,9 @@ func planItems(vs []string) []any {
 // same command again continues from the cluster's state: it patches nothing, reports the steps
 // still to go, and is done only at the target.
 func TestApplyFleetChainedOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client

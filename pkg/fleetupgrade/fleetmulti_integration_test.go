@@ -62,6 +62,7 @@ func fleetGenerations(t *testing.T, names []string, envs []*testenv.Env, ns stri
 // cluster of another is not done; a run interrupted then is resumed by the same call, which
 // patches nothing twice; and an unreachable management cluster refuses the apply before any patch.
 func TestApplyFleetAcrossManagementClusters(t *testing.T) {
+	// Not parallel: it sets KUBECONFIG for the process.
 	testenv.Integration(t)
 	crds := filepath.Join(testenv.FixturesDir(t), "crds")
 	envs := testenv.StartN(t, 3, testenv.Options{CRDPaths: []string{

@@ -54,6 +54,9 @@ func createClass(t *testing.T, c client.Client, ns, name string, versions ...any
 // as saved stops before its second wave when a cluster joins the selection meanwhile, and the same
 // --plan, once the cluster is gone again, resumes from the clusters' state and finishes.
 func TestApplyPlanFileOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client

@@ -47,6 +47,9 @@ func (p *progressLines) has(s string) bool {
 // finish fails, is reported, and the others are still upgraded; a second failure stops the run
 // with the clusters after it untouched.
 func TestApplyFleetCanaryAndMaxFailuresOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
@@ -120,6 +123,9 @@ func machinesOf(t *testing.T, c client.Client, ns, cluster string) []unstructure
 // the evidence. Outside its --window, --no-wait stops before the first patch saying when the
 // window opens, and without it the run waits (until Ctrl-C here), changing nothing.
 func TestApplyFleetGatesOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
@@ -297,6 +303,9 @@ func TestApplyFleetGatesOnAPIServer(t *testing.T) {
 // the soak fails it after the bounded retries of a gate's reads, naming the read that failed;
 // it never reports the soak as passed.
 func TestSoakFailsClosedWhenTheServerStops(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client

@@ -45,6 +45,9 @@ func machineNames(t *testing.T, c client.Client, ns string) map[string][]string 
 // replaces each other cluster's Machines once; the history holds both runs. The standIn does
 // what the controllers do for rollout.after (Machines created before it are replaced).
 func TestRotateFleetOnAPIServer(t *testing.T) {
+	// Each test has its own API servers: two at once (go test -parallel, GOMAXPROCS) halve
+	// the package's wall time, most of which is waiting for the stand-ins and the polls.
+	t.Parallel()
 	env := startFleetEnv(t)
 	ctx := testenv.Context(t)
 	c := env.Client
