@@ -94,3 +94,35 @@ func TestRenderFleetApplyStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderRotation: a rotation's report names its step by its time, says what the preflight
+// did not check, and its end says how to resume (the same time), not how to start a new one.
+func TestRenderRotation(t *testing.T) {
+	at := "2026-12-07T09:00:00Z"
+	rep := &FleetApplyReport{RolloutAfter: at, Waves: []FleetWaveReport{
+		{Wave: CanaryWave, Seconds: 26, Clusters: []FleetClusterReport{{Namespace: "p", Name: "a", Result: ResultRotated, Seconds: 26, Steps: []FleetStepReport{
+			{Component: Machines, Version: at, Patched: []string{"MachineDeployment a-md-0 via Cluster p/a spec.topology.workers.machineDeployments[name=md-0].rollout.after"}, Seconds: 26, Done: true}}}}},
+		{Wave: "-", Clusters: []FleetClusterReport{{Namespace: "p", Name: "b", Result: ResultNotStarted}}},
+	}, Stop: &FleetStop{At: "after wave canary", Gate: GateCommand, Reason: "the gate command exited with status 1"},
+		Preflight: &FleetPreflight{DryRunPatches: 2, Providers: []ProviderSupport{}, Notes: []string{"a machine rotation sets no version: the providers' supported Kubernetes versions are not checked"}}}
+	var b strings.Builder
+	if err := RenderApplyReport(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"Not checked: a machine rotation sets no version", "machines rollout.after " + at, ResultRotated} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "(already set)") {
+		t.Errorf("a patched rotation step shown as already set:\n%s", out)
+	}
+	if msg := EndError(rep, ErrFleetStopped).Error(); !strings.Contains(msg, "run the same command again with --rollout-after "+at+" to continue") {
+		t.Errorf("end: %s", msg)
+	}
+	up := &FleetApplyReport{KubernetesVersion: "v1.35.0", Stop: rep.Stop}
+	if msg := EndError(up, ErrFleetStopped).Error(); strings.Contains(msg, "--rollout-after") || !strings.Contains(msg, "run the same command again to continue") {
+		t.Errorf("an upgrade's end: %s", msg)
+	}
+}
