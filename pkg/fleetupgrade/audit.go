@@ -57,12 +57,15 @@ type RolloutRecord struct {
 	State             string     `json:"state"`
 	KubernetesVersion string     `json:"kubernetesVersion"`
 	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
-	RolloutAfter string        `json:"rolloutAfter,omitempty"`
-	PlanDigest   string        `json:"planDigest,omitempty"`
-	Selection    PlanSelection `json:"selection"`
-	Rollout      Rollout       `json:"rollout"`
-	Waves        []RecordWave  `json:"waves"`
-	Stop         *FleetStop    `json:"stop,omitempty"`
+	RolloutAfter string `json:"rolloutAfter,omitempty"`
+	// ClassRebase is a ClusterClass rebase, "namespace/old -> new" (then KubernetesVersion is
+	// empty).
+	ClassRebase string        `json:"classRebase,omitempty"`
+	PlanDigest  string        `json:"planDigest,omitempty"`
+	Selection   PlanSelection `json:"selection"`
+	Rollout     Rollout       `json:"rollout"`
+	Waves       []RecordWave  `json:"waves"`
+	Stop        *FleetStop    `json:"stop,omitempty"`
 	// ManagementCluster is the context the record was read from (set by History over several).
 	ManagementCluster string `json:"managementCluster,omitempty"`
 }
@@ -85,6 +88,10 @@ type RecordCluster struct {
 	// Step and Reason say where and why it failed or stopped.
 	Step   string `json:"step,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Predicted, Replaced and PredictionHeld are a ClusterClass rebase's (FleetStepReport).
+	Predicted      []string `json:"predicted,omitempty"`
+	Replaced       []string `json:"replaced,omitempty"`
+	PredictionHeld *bool    `json:"predictionHeld,omitempty"`
 }
 
 // recorder keeps the record of a run and writes it to every management cluster it touches.
@@ -111,7 +118,7 @@ func newRecorder(ctx context.Context, clients map[string]client.Client, plan *Fl
 	_, _ = rand.Read(suffix)
 	r.rec = RolloutRecord{
 		Name: "fleet-upgrade-" + now.Format("20060102-150405") + "-" + hex.EncodeToString(suffix), Started: now, Updated: now, State: RolloutRunning,
-		KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, PlanDigest: digest, Rollout: req.Rollout,
+		KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, ClassRebase: plan.ClassRebase, PlanDigest: digest, Rollout: req.Rollout,
 		Selection: PlanSelection{Namespace: req.Selection.Namespace, Selector: req.Selection.Selector, Wave: req.Selection.Wave, ManagementClusters: managementClusters},
 	}
 	for _, w := range plan.Waves {
@@ -241,12 +248,17 @@ func (r *recorder) finish(ctx context.Context, report *FleetApplyReport) {
 }
 
 // cluster records a cluster's result (ResultUpgrading when it starts), with the failure.
-func (r *recorder) cluster(ctx context.Context, wave, i int, result string, f *FleetApplyFailure) {
+func (r *recorder) cluster(ctx context.Context, wave, i int, result string, f *FleetApplyFailure, steps []FleetStepReport) {
 	r.update(ctx, func(rec *RolloutRecord) {
 		c := &rec.Waves[wave].Clusters[i]
 		c.Result = result
 		if f != nil {
 			c.Step, c.Reason = f.Step, f.Reason
+		}
+		for _, s := range steps {
+			if s.Predicted != nil || s.Replaced != nil {
+				c.Predicted, c.Replaced, c.PredictionHeld = s.Predicted, s.Replaced, s.PredictionHeld
+			}
 		}
 	})
 }

@@ -32,6 +32,14 @@ type fleetChange interface {
 	complete(req *FleetApplyRequest)
 }
 
+// selector is a change that picks its own clusters among those of the selection (a rebase moves
+// the clusters its topology plan computed).
+type selector interface{ selects(ClusterInfo) bool }
+
+// planDrifter is a change planned elsewhere (a topology plan): before each later wave the
+// clusters are read again and what differs from that plan stops the run.
+type planDrifter interface{ Drift([]ClusterInfo) []string }
+
 // versionUpgrade is the fleet's Kubernetes upgrade to one version.
 type versionUpgrade struct{ target target }
 

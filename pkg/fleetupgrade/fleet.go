@@ -42,6 +42,9 @@ type FleetPlan struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
 	RolloutAfter string `json:"rolloutAfter,omitempty"`
+	// ClassRebase is a ClusterClass rebase, "namespace/old -> new" (then KubernetesVersion is
+	// empty).
+	ClassRebase string `json:"classRebase,omitempty"`
 	// Waves in upgrade order: numbered waves ascending, then clusters without a wave label.
 	Waves []FleetWave `json:"waves"`
 	// Unplannable clusters, with why.
@@ -409,7 +412,11 @@ func buildPlan(infos []ClusterInfo, ch fleetChange) *FleetPlan {
 	plan := &FleetPlan{Waves: []FleetWave{}, Unplannable: []UnplannableCluster{}}
 	ch.head(plan)
 	waves := map[string]*FleetWave{}
+	sel, _ := ch.(selector)
 	for _, info := range infos {
+		if sel != nil && !sel.selects(info) {
+			continue
+		}
 		waveStr, wave, werr := clusterWave(info.Labels)
 		cu, reason := ch.planCluster(info)
 		if werr != "" {

@@ -52,6 +52,10 @@ type FleetApplyRequest struct {
 	// every Machine of the selected clusters is replaced (rollout.after), through the same
 	// waves and gates. KubernetesVersion and Plan must be empty then.
 	Rotation *Rotation
+	// Rebase, when set, makes the run a ClusterClass rebase (`topology apply`): the clusters it
+	// lists move to the new class, through the same waves and gates. KubernetesVersion, Plan
+	// and Rotation must be empty then.
+	Rebase *Rebase
 	// NoWait makes a run outside Rollout.Window stop at once, saying when the window opens
 	// next, instead of waiting for it.
 	NoWait bool
@@ -90,10 +94,13 @@ const (
 type FleetApplyReport struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// RolloutAfter is the time of a machine rotation (then KubernetesVersion is empty).
-	RolloutAfter string             `json:"rolloutAfter,omitempty"`
-	DryRun       bool               `json:"dryRun,omitempty"`
-	Waves        []FleetWaveReport  `json:"waves"`
-	Failure      *FleetApplyFailure `json:"failure,omitempty"`
+	RolloutAfter string `json:"rolloutAfter,omitempty"`
+	// ClassRebase is a ClusterClass rebase, "namespace/old -> new" (then KubernetesVersion is
+	// empty).
+	ClassRebase string             `json:"classRebase,omitempty"`
+	DryRun      bool               `json:"dryRun,omitempty"`
+	Waves       []FleetWaveReport  `json:"waves"`
+	Failure     *FleetApplyFailure `json:"failure,omitempty"`
 	// Failures are every cluster that failed, in order; with --max-failures K the run goes on
 	// past K of them (Failure is then the one that stopped it, or nil).
 	Failures []FleetApplyFailure `json:"failures,omitempty"`
@@ -148,6 +155,12 @@ type FleetStepReport struct {
 	// plan it computed after spec.topology.version was set to the target (a chained upgrade);
 	// the first such step carries capctl's patch.
 	TopologyPlan bool `json:"topologyPlan,omitempty"`
+	// Predicted, Replaced and PredictionHeld are a ClusterClass rebase's: the parts the topology
+	// plan said replace their machines, those whose machines this run saw replaced ("control
+	// plane", "MachineDeployment NAME"), and whether the two agree.
+	Predicted      []string `json:"predicted,omitempty"`
+	Replaced       []string `json:"replaced,omitempty"`
+	PredictionHeld *bool    `json:"predictionHeld,omitempty"`
 }
 
 // FleetApplyFailure names the cluster and step that stopped the fleet, and why.
@@ -275,7 +288,7 @@ func ApplyFleets(ctx context.Context, members []FleetMember, req FleetApplyReque
 // checked when it is read); a Timeout or PollInterval that is not positive means the default.
 func (req FleetApplyRequest) Validate() error {
 	if req.Plan != "" {
-		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) || req.Rotation != nil {
+		if req.KubernetesVersion != "" || req.Selection != (FleetSelection{}) || req.Rollout != (Rollout{}) || req.Rotation != nil || req.Rebase != nil {
 			return fmt.Errorf("the plan file %s gives the version, the selection and the rollout: they cannot also be given", req.Plan)
 		}
 		return nil
@@ -288,7 +301,20 @@ func (req FleetApplyRequest) Validate() error {
 // parsed, or the rotation) and window, each parsed once.
 func (req FleetApplyRequest) resolve() (fleetChange, *Window, error) {
 	var ch fleetChange
-	if req.Rotation != nil {
+	switch {
+	case req.Rebase != nil:
+		if req.Rotation != nil || req.KubernetesVersion != "" {
+			return nil, nil, errors.New("a ClusterClass rebase keeps every version and machine: it cannot be given with a version or a rotation")
+		}
+		if req.Selection.Wave != nil {
+			return nil, nil, errors.New("a ClusterClass rebase rolls every wave in order: it takes no wave (resume an interrupted one by running it again)")
+		}
+		rb, err := req.Rebase.resolve()
+		if err != nil {
+			return nil, nil, err
+		}
+		ch = rb
+	case req.Rotation != nil:
 		if req.Selection.Wave != nil {
 			return nil, nil, errors.New("a machine rotation rolls every wave in order: it takes no wave (resume an interrupted one with its --rollout-after)")
 		}
@@ -297,7 +323,7 @@ func (req FleetApplyRequest) resolve() (fleetChange, *Window, error) {
 			return nil, nil, err
 		}
 		ch = r
-	} else {
+	default:
 		t, err := resolveTarget(req.KubernetesVersion)
 		if err != nil {
 			return nil, nil, err
@@ -390,7 +416,7 @@ func resolveApply(ctx context.Context, req FleetApplyRequest) (resolvedApply, er
 
 // newFleetReport is the report before the first wave: every cluster of the plan not started.
 func newFleetReport(req FleetApplyRequest, plan *FleetPlan, preflight *FleetPreflight, pf *PlanFile) *FleetApplyReport {
-	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
+	report := &FleetApplyReport{KubernetesVersion: req.KubernetesVersion, RolloutAfter: plan.RolloutAfter, ClassRebase: plan.ClassRebase, DryRun: req.DryRun, Waves: []FleetWaveReport{}, Preflight: preflight}
 	if pf != nil {
 		report.PlanDigest = pf.Digest
 	}
@@ -438,6 +464,20 @@ func (a *fleetApplier) runWaves(ctx context.Context, plan *FleetPlan, report *Fl
 			if len(drifts) > 0 {
 				report.Stop = &FleetStop{At: "before wave " + w.Name(), Gate: GatePlan, Reason: fmt.Sprintf("the plan %s no longer matches the clusters", req.Plan), Details: drifts}
 				req.Progress("Wave %s: not started, the plan no longer matches the clusters", w.Name())
+				return
+			}
+		}
+		if d, ok := a.change.(planDrifter); ok && (wi > 0 || waited) {
+			infos, err := ReadFleets(ctx, a.members, req.Selection)
+			drifts := []string{}
+			if err != nil {
+				drifts = append(drifts, "the clusters could not be read to compare them with the plan: "+err.Error())
+			} else {
+				drifts = d.Drift(infos)
+			}
+			if len(drifts) > 0 {
+				report.Stop = &FleetStop{At: "before wave " + w.Name(), Gate: GatePlan, Reason: "the clusters no longer match the topology plan", Details: drifts}
+				req.Progress("Wave %s: not started, the clusters no longer match the topology plan", w.Name())
 				return
 			}
 		}
@@ -645,10 +685,10 @@ func (a *fleetApplier) runWave(ctx context.Context, wi int, w FleetWave, wr *Fle
 				return nil // stopped before it started: untouched
 			}
 			start := time.Now()
-			a.rec.cluster(ctx, wi, i, ResultUpgrading, nil)
+			a.rec.cluster(ctx, wi, i, ResultUpgrading, nil, nil)
 			fail := a.runCluster(ctx, gctx, cu, cr)
 			cr.Seconds = since(start)
-			a.rec.cluster(ctx, wi, i, cr.Result, fail)
+			a.rec.cluster(ctx, wi, i, cr.Result, fail, cr.Steps)
 			if fail == nil {
 				return nil
 			}

@@ -160,6 +160,9 @@ func RenderHistory(w io.Writer, recs []RolloutRecord) error {
 			total += v
 		}
 		clusters := fmt.Sprintf("%d upgraded, %d up to date, %d failed of %d", n[ResultUpgraded], n[ResultUpToDate], n[ResultFailed], total)
+		if r.ClassRebase != "" {
+			clusters = fmt.Sprintf("%d rebased, %d up to date, %d failed of %d", n[ResultRebased], n[ResultUpToDate], n[ResultFailed], total)
+		}
 		if r.RolloutAfter != "" {
 			clusters = fmt.Sprintf("%d rotated, %d up to date, %d failed of %d", n[ResultRotated], n[ResultUpToDate], n[ResultFailed], total)
 		}
@@ -196,6 +199,8 @@ func RenderRecord(w io.Writer, r RolloutRecord) error {
 	fmt.Fprintf(w, "State:      %s\n", r.State)
 	if r.RolloutAfter != "" {
 		fmt.Fprintf(w, "Rotation:   rollout.after %s\n", r.RolloutAfter)
+	} else if r.ClassRebase != "" {
+		fmt.Fprintf(w, "Rebase:     ClusterClass %s\n", r.ClassRebase)
 	} else {
 		fmt.Fprintf(w, "Version:    %s\n", r.KubernetesVersion)
 	}
@@ -262,6 +267,9 @@ func orDash(s string) string {
 func (r RolloutRecord) change() string {
 	if r.RolloutAfter != "" {
 		return "rotate@" + r.RolloutAfter
+	}
+	if r.ClassRebase != "" {
+		return "rebase " + strings.ReplaceAll(r.ClassRebase, " ", "")
 	}
 	return r.KubernetesVersion
 }
