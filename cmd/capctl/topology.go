@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/diagnose"
+	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/multicluster"
 	"github.com/capctl/capctl/pkg/topology"
 )
@@ -20,8 +22,88 @@ func newCmdTopology(f *factory) *cobra.Command {
 		Use:     "topology",
 		Short:   "Preview what ClusterClass, template and Cluster changes do to the clusters built from them",
 	}
-	cmd.AddCommand(newCmdTopologyPlan(f, nil))
+	cmd.AddCommand(newCmdTopologyPlan(f, nil), newCmdTopologyApply(f, nil))
 	return cmd
+}
+
+// TopologyApplyOptions are the flags of `topology apply`: ApplyRequest is the one request.
+type TopologyApplyOptions struct {
+	deps
+	topology.ApplyRequest
+	Output   output.Format
+	Contexts multicluster.Selection
+
+	rolloutFlags rolloutFlags
+	flags        *pflag.FlagSet
+}
+
+func newCmdTopologyApply(f *factory, runF func(*TopologyApplyOptions) error) *cobra.Command {
+	o := &TopologyApplyOptions{deps: f.deps()}
+	cmd := &cobra.Command{
+		Use:   "apply --plan FILE",
+		Short: "Roll a ClusterClass change out as a rebase: the changed class under a new name, the planned clusters moved onto it wave by wave",
+		Long: strings.TrimSpace(`
+Roll out the ClusterClass change a reviewed topology plan computed (capctl topology plan -f ...
+--save FILE), without editing the class the clusters use: the changed templates and the class are
+created under new names (--class-name, default the old name and a short digest of the change),
+and the planned clusters are moved onto the new class (spec.topology.classRef) wave by wave, with
+the rollout flags of upgrade apply --kubernetes-version (wave labels, --canary, --max-parallel,
+--max-failures, --soak, --gate-command, --window; env CAPCTL_CLUSTERCLASS and
+CAPCTL_CLUSTERCLASS_FROM for the gate). The old class is left as it was.
+
+Before anything is written the plan is checked (its digest; one class; every cluster computed and
+admitted by upstream admission when planned) and compared with the management clusters: a planned
+cluster or the class changed since the plan is refused, naming it; before each later wave the
+clusters are compared again. Each cluster's move is first sent as a server-side dry run; a run
+refused then deletes the class and templates it created. A cluster is done when the topology
+controller reconciled its new spec and every Machine is up to date and the Cluster Available; the
+report and the record (capctl upgrade history) say which parts replaced their machines beside what
+the plan predicted. An interrupted run resumes by running the same command again: the class made
+from this plan is reused and clusters on it are not moved twice.`),
+		Example: strings.TrimSpace(`
+  capctl topology plan -f clusterclasses/quick-start.yaml --save plan.json
+  capctl topology apply --plan plan.json --canary 1 --soak 10m --gate-command ./smoke.sh
+  capctl topology apply --plan plan.json --class-name quick-start-v2 --all-contexts`),
+		Args: cobra.NoArgs,
+	}
+	cmd.RunE = leafRun(o, o.complete, runF, runTopologyApply)
+	o.flags = cmd.Flags()
+	fl := cmd.Flags()
+	fl.StringVar(&o.Plan, "plan", "", "The plan file topology plan --save wrote (required)")
+	fl.StringVar(&o.ClassName, "class-name", "", "The new ClusterClass's name (default: the old name and a short digest of the change)")
+	o.rolloutFlags.add(cmd, "--plan")
+	fl.BoolVar(&o.NoWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
+	positiveDurationVar(fl, &o.Timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "How long one cluster may take to be rebased and settle")
+	addContextsFlags(cmd, &o.Contexts)
+	addFormatFlag(cmd, &o.Output, "json and yaml print the report: waves, clusters, steps with predicted and replaced parts")
+	return cmd
+}
+
+// complete checks the flags before the plan or any cluster is read.
+func (o *TopologyApplyOptions) complete([]string) error {
+	r, err := o.rolloutFlags.toRollout()
+	if err != nil {
+		return err
+	}
+	o.Rollout = r
+	if err := o.ApplyRequest.Validate(); err != nil {
+		return usageError{err}
+	}
+	return checkContextsFlags(o.flags, o.Contexts)
+}
+
+// runTopologyApply makes the one topology.Apply call and prints the report; when the run stops it
+// says how to continue.
+func runTopologyApply(ctx context.Context, o *TopologyApplyOptions) error {
+	e, err := o.env(ctx, o.Contexts)
+	if err != nil {
+		return err
+	}
+	progress := output.NewProgress(o.IO)
+	e.Progress = func(s string) { progress.Step("%s", s) }
+	o.Health = diagnose.SoakHealth
+	rep, err := topology.Apply(ctx, e, o.ApplyRequest)
+	return fleetApplyDone(o.IO.Out, o.Output, rep, err)
 }
 
 // TopologyPlanOptions are the flags of `topology plan`: PlanRequest is the one request.

@@ -213,6 +213,12 @@ var flagCases = map[string]flagCase{
 			t.Errorf("request %+v", r)
 		}
 	}),
+	"capctl topology apply": capture(newCmdTopologyApply, []string{"--plan", "p.json", "--canary", "1", "--max-parallel", "50%", "--class-name", "qs-v2"}, func(t *testing.T, o *TopologyApplyOptions) {
+		r := o.ApplyRequest
+		if r.Plan != "p.json" || r.ClassName != "qs-v2" || r.Rollout.Canary != 1 || r.Rollout.MaxParallelPercent != 50 || r.Timeout != fleetupgrade.DefaultClusterTimeout {
+			t.Errorf("request %+v", r)
+		}
+	}),
 	"capctl version": capture(newCmdVersion, []string{"-o", "short"}, func(t *testing.T, o *VersionOptions) {
 		if o.Output != output.Short || o.Info.GitVersion == "" {
 			t.Errorf("options %+v", o)

@@ -152,11 +152,17 @@ type DriftError struct {
 	// Before says when it was found: "before the first patch" or "before wave N".
 	Before string
 	Drifts []string
+	// Remedy says how to make a new plan; empty: upgrade plan's.
+	Remedy string
 }
 
 func (e *DriftError) Error() string {
-	return fmt.Sprintf("the plan %s no longer matches the clusters (checked %s), nothing more was changed:\n  - %s\nmake a new plan with `capctl upgrade plan --kubernetes-version ... --save`, review it, and apply that one",
-		e.Path, e.Before, strings.Join(e.Drifts, "\n  - "))
+	remedy := e.Remedy
+	if remedy == "" {
+		remedy = "make a new plan with `capctl upgrade plan --kubernetes-version ... --save`, review it, and apply that one"
+	}
+	return fmt.Sprintf("the plan %s no longer matches the clusters (checked %s), nothing more was changed:\n  - %s\n%s",
+		e.Path, e.Before, strings.Join(e.Drifts, "\n  - "), remedy)
 }
 
 // planDrift compares the saved plan with a fresh plan of the same selection (live, built from

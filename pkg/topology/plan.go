@@ -42,6 +42,8 @@ type PlanResult struct {
 	Notes []string `json:"notes,omitempty"`
 	// SavedTo is the --save path.
 	SavedTo string `json:"savedTo,omitempty"`
+	// live is what the plan file records of the planned clusters and reached classes.
+	live []LiveObject
 }
 
 // Partial reports whether some part was not read or not computed.
@@ -107,7 +109,7 @@ func Plan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, error) 
 		}
 		mc.Reachable = true
 		e.Step(fmt.Sprintf("Planning on %s", m.Context))
-		plans, unused, err := planOn(ctx, m.Client, in, req)
+		plans, live, unused, err := planOn(ctx, m.Client, in, req)
 		if err != nil {
 			if !e.Several() {
 				return nil, err
@@ -119,6 +121,12 @@ func Plan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, error) 
 				plans[i].ManagementCluster = m.Context
 			}
 		}
+		for i := range live {
+			if e.Several() {
+				live[i].ManagementCluster = m.Context
+			}
+		}
+		res.live = append(res.live, live...)
 		res.Clusters = append(res.Clusters, plans...)
 		for _, n := range unused {
 			notes[n] = true
@@ -137,7 +145,7 @@ func Plan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, error) 
 		return multicluster.ComparePlace(a.ManagementCluster, a.Namespace, a.Name, b.ManagementCluster, b.Namespace, b.Name) < 0
 	})
 	if req.Save != "" {
-		if err := savePlan(req.Save, res); err != nil {
+		if err := savePlan(req.Save, res, in.all()); err != nil {
 			return nil, err
 		}
 		res.SavedTo = req.Save
@@ -148,34 +156,34 @@ func Plan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, error) 
 type nsName struct{ namespace, name string }
 
 // planOn plans the change on one management cluster.
-func planOn(ctx context.Context, c *cluster.Client, in *inputs, req PlanRequest) ([]ClusterPlan, []string, error) {
+func planOn(ctx context.Context, c *cluster.Client, in *inputs, req PlanRequest) ([]ClusterPlan, []LiveObject, []string, error) {
 	if err := contract.CheckManagementCluster(ctx, c); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	live, err := client.New(c.Config, client.Options{Scheme: topologyengine.Scheme(), Mapper: c.Mapper})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	planned := withNamespace(in.all(), c.NamespaceOr(""))
 	liveClusters := &clusterv1.ClusterList{}
 	if err := live.List(ctx, liveClusters); err != nil {
-		return nil, nil, fmt.Errorf("listing Clusters: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing Clusters: %w", err)
 	}
 	liveClasses := &clusterv1.ClusterClassList{}
 	if err := live.List(ctx, liveClasses); err != nil {
-		return nil, nil, fmt.Errorf("listing ClusterClasses: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing ClusterClasses: %w", err)
 	}
 	plannedClusters, err := asAppliedClusters(planned, liveClusters)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	eng, err := topologyengine.New(ctx, live, replaceClusters(planned, plannedClusters))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	classes, err := effectiveClasses(planned, liveClasses)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	reached := reachedClasses(planned, classes)
 	targets := affected(liveClusters, plannedClusters, reached)
@@ -195,7 +203,25 @@ func planOn(ctx context.Context, c *cluster.Client, in *inputs, req PlanRequest)
 	for i := range plans {
 		plans[i].Normalize()
 	}
-	return plans, unused, nil
+	return plans, liveObjects(targets, liveClasses, reached), unused, nil
+}
+
+// liveObjects are the planned Clusters and the live classes the change reached, as read.
+func liveObjects(targets []*clusterv1.Cluster, classes *clusterv1.ClusterClassList, reached map[nsName]bool) []LiveObject {
+	out := []LiveObject{}
+	for _, c := range targets {
+		out = append(out, LiveObject{Kind: "Cluster", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID), Generation: c.Generation})
+	}
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		if reached[nsName{c.Namespace, c.Name}] {
+			out = append(out, LiveObject{Kind: "ClusterClass", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID), Generation: c.Generation})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Kind+"/"+out[i].Namespace+"/"+out[i].Name < out[j].Kind+"/"+out[j].Namespace+"/"+out[j].Name
+	})
+	return out
 }
 
 func withNamespace(objs []*unstructured.Unstructured, ns string) []*unstructured.Unstructured {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/capctl/capctl/internal/output"
 )
 
@@ -24,10 +26,32 @@ type PlanFile struct {
 	Digest     string        `json:"digest"`
 	Inputs     []Input       `json:"inputs"`
 	Clusters   []ClusterPlan `json:"clusters"`
+	// Objects are the -f objects as read (what `topology apply` creates, under new names).
+	Objects []unstructured.Unstructured `json:"objects"`
+	// Live is who the planned clusters and the classes the change reached were when planned:
+	// what `topology apply` compares with the management clusters before it writes.
+	Live []LiveObject `json:"live"`
 }
 
-func savePlan(path string, res *PlanResult) error {
-	pf := PlanFile{APIVersion: PlanFileAPIVersion, Kind: PlanFileKind, Inputs: res.Inputs, Clusters: res.Clusters}
+// LiveObject is one Cluster or ClusterClass as the plan read it: a later uid or generation (a
+// spec change) is drift.
+type LiveObject struct {
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	Kind              string `json:"kind"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	UID               string `json:"uid"`
+	Generation        int64  `json:"generation"`
+}
+
+func savePlan(path string, res *PlanResult, objs []*unstructured.Unstructured) error {
+	pf := PlanFile{APIVersion: PlanFileAPIVersion, Kind: PlanFileKind, Inputs: res.Inputs, Clusters: res.Clusters, Live: res.live, Objects: []unstructured.Unstructured{}}
+	for _, u := range objs {
+		pf.Objects = append(pf.Objects, *u)
+	}
+	if pf.Live == nil {
+		pf.Live = []LiveObject{}
+	}
 	data, err := json.Marshal(pf)
 	if err != nil {
 		return err
