@@ -29,7 +29,7 @@ func testPlanFile() *PlanFile {
 	}
 	class := obj("cluster.x-k8s.io/v1beta2", "ClusterClass", "prod", "qs", map[string]any{
 		"infrastructure": ref("DockerClusterTemplate", "qs-cluster"),
-		"workers": map[string]any{"machineDeployments": []any{map[string]any{"class": "md", "infrastructure": ref("DockerMachineTemplate", "qs-md")}}},
+		"workers":        map[string]any{"machineDeployments": []any{map[string]any{"class": "md", "infrastructure": ref("DockerMachineTemplate", "qs-md")}}},
 	})
 	class.SetResourceVersion("42")
 	class.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "platform"})
