@@ -27,7 +27,8 @@ import (
 // management cluster with three Clusters of one ClusterClass, each change is planned, then
 // applied, and what the controllers did (control plane Machines replaced, MachineSets created)
 // must match the prediction cluster by cluster. A change the admission webhook refuses is
-// refused by the plan, and then by the real webhook, with the same reason.
+// refused by the plan, and then by the real webhook, with the same reason. Then a class change is
+// rolled out as a rebase through the fleet engine (rebaseLive).
 func TestTopologyPlanLive(t *testing.T) {
 	const topoNS = "topo"
 	e := start(t, 1)
@@ -108,6 +109,9 @@ func TestTopologyPlanLive(t *testing.T) {
 			t.Errorf("%s: the plan's reason %q is not the webhook's %q", c.Name, c.Refused, err)
 		}
 	}
+
+	// The same clusters rebased onto a changed class, wave by wave (topology apply).
+	rebaseLive(t, tp)
 }
 
 var classGVK = gvk("cluster.x-k8s.io", "ClusterClass")

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/capctl/capctl/pkg/fleetupgrade"
+	"github.com/capctl/capctl/pkg/topology"
+)
+
+// rebaseLive rolls a ClusterClass change out as a rebase (`topology apply --plan`) on the live
+// clusters of TestTopologyPlanLive, with the real topology controller doing the work: a worker
+// template change is planned and saved; a cluster changed after the plan refuses the apply,
+// naming it, with nothing created; a new plan applied with --canary 1 and a failing gate moves
+// only the canary, whose worker Machines the controllers replace as predicted; once the gate
+// passes the same command moves the others, not the canary again; the old class is untouched,
+// and the history holds both runs with the predictions that held.
+func rebaseLive(t *testing.T, tp *topoPlan) {
+	ctx := context.Background()
+	c := tp.c
+	classBefore := tp.live(classGVK, "in-memory")
+	liveClass := &unstructured.Unstructured{}
+	liveClass.SetGroupVersionKind(classGVK)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tp.ns, Name: "in-memory"}, liveClass); err != nil {
+		t.Fatal(err)
+	}
+	worker := tp.live(gvk("infrastructure.cluster.x-k8s.io", "DevMachineTemplate"), "in-memory-default-worker-machinetemplate-v2")
+	worker.SetName("in-memory-default-worker-machinetemplate-v3")
+	_ = unstructured.SetNestedField(worker.Object, "3s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
+	class := classBefore.DeepCopy()
+	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	_ = unstructured.SetNestedField(mds[0].(map[string]any), worker.GetName(), "infrastructure", "templateRef", "name")
+	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+	change := filepath.Join(tp.dir, "rebase-change.yaml")
+	var docs []string
+	for _, o := range []*unstructured.Unstructured{worker, class} {
+		b, err := sigsyaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	if err := os.WriteFile(change, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	save := func(path string) *topology.PlanResult {
+		out, err := tp.e.capctl(c, "topology", "plan", "-f", change, "--save", path, "-o", "json")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != topology.ExitChanges {
+			t.Fatalf("topology plan --save: %v\n%s", err, out)
+		}
+		res := &topology.PlanResult{}
+		if err := json.Unmarshal([]byte(jsonPart(out)), res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	classes := func() []string {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(classGVK.GroupVersion().WithKind("ClusterClassList"))
+		if err := c.Client.List(ctx, l, client.InNamespace(tp.ns)); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, i := range l.Items {
+			out = append(out, i.GetName())
+		}
+		return out
+	}
+	classOf := func(name string) string {
+		u, err := getCluster(ctx, c, tp.ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "classRef", "name")
+		return n
+	}
+
+	// A plan, then a cluster edited: refused, naming it; no class or template created.
+	stale := filepath.Join(tp.dir, "rebase-stale.json")
+	save(stale)
+	setPaused(t, c.Client, tp.ns, "t-3", true)
+	settled(t, c, tp.ns, "t-3")
+	before := objectVersions(t, c.Client, tp.ns)
+	classesBefore := classes()
+	out, err := tp.e.capctl(c, "topology", "apply", "--plan", stale)
+	if err == nil || !strings.Contains(out, "cluster topo/t-3: the Cluster's spec changed since the plan") || !strings.Contains(out, "capctl topology plan -f ... --save") {
+		t.Fatalf("topology apply of a stale plan: %v\n%s", err, out)
+	}
+	if after := objectVersions(t, c.Client, tp.ns); !maps.Equal(before, after) {
+		t.Errorf("a refused topology apply changed objects:\n%v\n%v", before, after)
+	}
+	if got := classes(); strings.Join(got, ",") != strings.Join(classesBefore, ",") {
+		t.Errorf("a refused topology apply created classes: %v -> %v", classesBefore, got)
+	}
+	setPaused(t, c.Client, tp.ns, "t-3", false)
+	settled(t, c, tp.ns, "t-3")
+
+	// The reviewed plan, rolled with a canary and a failing gate.
+	path := filepath.Join(tp.dir, "rebase.json")
+	res := save(path)
+	for _, cp := range res.Clusters {
+		if cp.ControlPlane.RollsOut || len(cp.MachineDeployments) != 1 || !cp.MachineDeployments[0].RollsOut {
+			t.Fatalf("plan of %s: control plane rolls %v, machine deployments %+v; want md-0 alone", cp.Name, cp.ControlPlane.RollsOut, cp.MachineDeployments)
+		}
+	}
+	ok := filepath.Join(tp.dir, "rebase-ok")
+	gate := `test -f ` + ok + ` || { echo "smoke test failed on $CAPCTL_CLUSTERS ($CAPCTL_CLUSTERCLASS_FROM -> $CAPCTL_CLUSTERCLASS)"; exit 1; }`
+	args := []string{"topology", "apply", "--plan", path, "--canary", "1", "--max-parallel", "100%", "--gate-command", gate, "--timeout", "8m", "-o", "json"}
+	machinesBefore := map[string]machinesOf{}
+	for _, n := range tp.names {
+		machinesBefore[n] = tp.machines(n)
+	}
+	start := time.Now()
+	out, err = tp.e.capctl(c, args...)
+	first := time.Since(start)
+	if err == nil {
+		t.Fatalf("the failing gate did not stop the rebase:\n%s", out)
+	}
+	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
+	to := strings.TrimPrefix(rep.ClassRebase, tp.ns+"/in-memory -> ")
+	if !strings.HasPrefix(to, "in-memory-") || rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand ||
+		strings.Join(rep.Stop.Details, "") != "smoke test failed on topo/t-1 (in-memory -> "+to+")" {
+		t.Fatalf("rebase %q stopped %+v", rep.ClassRebase, rep.Stop)
+	}
+	canary := rep.Waves[0].Clusters[0]
+	if canary.Name != "t-1" || canary.Result != fleetupgrade.ResultRebased || len(canary.Steps) != 1 {
+		t.Fatalf("canary %+v", canary)
+	}
+	if s := canary.Steps[0]; s.PredictionHeld == nil || !*s.PredictionHeld || strings.Join(s.Replaced, ",") != "MachineDeployment md-0" {
+		t.Errorf("canary step %+v: want md-0 replaced, as predicted", s)
+	}
+	if got := []string{classOf("t-1"), classOf("t-2"), classOf("t-3")}; got[0] != to || got[1] != "in-memory" || got[2] != "in-memory" {
+		t.Errorf("after the canary the clusters use %v", got)
+	}
+	if !added(machinesBefore["t-1"].ms, tp.machines("t-1").ms) || added(machinesBefore["t-2"].ms, tp.machines("t-2").ms) {
+		t.Errorf("after the canary: t-1's MachineSets %v -> %v, t-2's %v -> %v", machinesBefore["t-1"].ms, tp.machines("t-1").ms, machinesBefore["t-2"].ms, tp.machines("t-2").ms)
+	}
+	canaryMachines := tp.machines("t-1")
+
+	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	rep2 := fleetReport(t, tp.e.mustCapctl(c, args...))
+	second := time.Since(start)
+	for _, w := range rep2.Waves {
+		for _, cl := range w.Clusters {
+			want := fleetupgrade.ResultRebased
+			if cl.Name == "t-1" {
+				want = fleetupgrade.ResultUpToDate
+			}
+			if cl.Result != want {
+				t.Errorf("resumed rebase: %s %s, want %s", cl.Name, cl.Result, want)
+			}
+			if want == fleetupgrade.ResultRebased && (len(cl.Steps) != 1 || cl.Steps[0].PredictionHeld == nil || !*cl.Steps[0].PredictionHeld) {
+				t.Errorf("resumed rebase: %s steps %+v: the prediction did not hold", cl.Name, cl.Steps)
+			}
+		}
+	}
+	for _, n := range tp.names {
+		if got := classOf(n); got != to {
+			t.Errorf("%s uses ClusterClass %s after the rebase, want %s", n, got, to)
+		}
+	}
+	if now := tp.machines("t-1"); strings.Join(now.ms, ",") != strings.Join(canaryMachines.ms, ",") {
+		t.Errorf("the resume rolled the canary again: %v -> %v", canaryMachines.ms, now.ms)
+	}
+	old := &unstructured.Unstructured{}
+	old.SetGroupVersionKind(classGVK)
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tp.ns, Name: "in-memory"}, old); err != nil || old.GetGeneration() != liveClass.GetGeneration() {
+		t.Errorf("the old class: %v, generation %d (was %d)", err, old.GetGeneration(), liveClass.GetGeneration())
+	}
+	t.Logf("rebase of %d clusters onto %s: canary run %s (stopped at the gate), resume %s", len(tp.names), to, first.Round(time.Second), second.Round(time.Second))
+
+	var recs []fleetupgrade.RolloutRecord
+	if err := json.Unmarshal([]byte(tp.e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[0].ClassRebase != rep.ClassRebase ||
+		recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutStopped {
+		t.Fatalf("history %+v", recs)
+	}
+	if c := recs[1].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
+		t.Errorf("the record of the canary %+v: want the prediction that held", c)
+	}
+}
