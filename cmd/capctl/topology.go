@@ -59,11 +59,17 @@ refused then deletes the class and templates it created. A cluster is done when 
 controller reconciled its new spec and every Machine is up to date and the Cluster Available; the
 report and the record (capctl upgrade history) say which parts replaced their machines beside what
 the plan predicted. An interrupted run resumes by running the same command again: the class made
-from this plan is reused and clusters on it are not moved twice.`),
+from this plan is reused and clusters on it are not moved twice.
+
+--rollback moves the plan's clusters that are on the new class back onto the old one (upstream's
+Cluster webhook, through the dry run, refuses what it would refuse); --prune-old-class deletes the
+old class after a run that finished, if no Cluster uses it any more.`),
 		Example: strings.TrimSpace(`
   capctl topology plan -f clusterclasses/quick-start.yaml --save plan.json
   capctl topology apply --plan plan.json --canary 1 --soak 10m --gate-command ./smoke.sh
-  capctl topology apply --plan plan.json --class-name quick-start-v2 --all-contexts`),
+  capctl topology apply --plan plan.json --class-name quick-start-v2 --all-contexts
+  capctl topology apply --plan plan.json --rollback
+  capctl topology apply --plan plan.json --prune-old-class`),
 		Args: cobra.NoArgs,
 	}
 	cmd.RunE = leafRun(o, o.complete, runF, runTopologyApply)
@@ -71,6 +77,8 @@ from this plan is reused and clusters on it are not moved twice.`),
 	fl := cmd.Flags()
 	fl.StringVar(&o.Plan, "plan", "", "The plan file topology plan --save wrote (required)")
 	fl.StringVar(&o.ClassName, "class-name", "", "The new ClusterClass's name (default: the old name and a short digest of the change)")
+	fl.BoolVar(&o.Rollback, "rollback", false, "Move the plan's clusters that are on the new class back onto the old one, wave by wave with the same rollout flags (nothing is created)")
+	fl.BoolVar(&o.PruneOldClass, "prune-old-class", false, "Once every planned cluster is on the new class, delete the old ClusterClass if no Cluster uses it (its templates are left)")
 	o.rolloutFlags.add(cmd, "--plan")
 	fl.BoolVar(&o.NoWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
 	positiveDurationVar(fl, &o.Timeout, "timeout", fleetupgrade.DefaultClusterTimeout, "How long one cluster may take to be rebased and settle")

@@ -34,7 +34,8 @@ type RebaseCluster struct {
 	Namespace         string `json:"namespace"`
 	Name              string `json:"name"`
 	// UID and Generation of the Cluster when planned: a cluster recreated or whose spec changed
-	// since is refused (drift), unless it is on the new class already (a resumed run).
+	// since is refused (drift), unless it is on the new class already (a resumed run). A
+	// Generation of 0 checks no generation (a rollback: the rebase itself changed it).
 	UID        string `json:"uid"`
 	Generation int64  `json:"generation"`
 	// RollsOut are the parts the plan predicted replace their machines: "control plane" and
@@ -101,7 +102,7 @@ func (r rebase) drift(info ClusterInfo) string {
 		return ""
 	case info.ClusterClass != r.Namespace+"/"+r.From:
 		return fmt.Sprintf("the Cluster uses ClusterClass %s, not %s/%s as planned: plan again", orNone(info.ClusterClass), r.Namespace, r.From)
-	case info.Generation != rc.Generation:
+	case rc.Generation != 0 && info.Generation != rc.Generation:
 		return fmt.Sprintf("the Cluster's spec changed since the plan (generation %d, planned at %d): plan again", info.Generation, rc.Generation)
 	}
 	return ""
@@ -171,9 +172,13 @@ func (r rebase) onNew(s ClusterState) bool {
 // name and the generation the plan saw, so a cluster moved meanwhile (by a second run) or changed
 // since it was read is not written: the API server refuses the patch.
 func (r rebase) move(ctx context.Context, a *fleetApplier, cu ClusterUpgrade) error {
+	gen := r.byRef[cu.Ref()].Generation
+	if gen == 0 {
+		gen = cu.Generation // as read by this run's preflight
+	}
 	ops := []map[string]any{
 		{"op": "test", "path": "/spec/topology/classRef/name", "value": r.From},
-		{"op": "test", "path": "/metadata/generation", "value": r.byRef[cu.Ref()].Generation},
+		{"op": "test", "path": "/metadata/generation", "value": gen},
 		{"op": "replace", "path": "/spec/topology/classRef/name", "value": r.To},
 	}
 	data, err := json.Marshal(ops)

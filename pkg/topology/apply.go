@@ -46,6 +46,12 @@ type ApplyRequest struct {
 	ClassTimeout time.Duration
 	// Health is the soak's look at a cluster (diagnose's rules, wired by the caller).
 	Health health.Check
+	// Rollback moves the plan's clusters that are on the new class back onto the old one, wave by
+	// wave through the same engine; nothing is created.
+	Rollback bool
+	// PruneOldClass deletes the old class once the run has moved every planned cluster and no
+	// Cluster uses it any more (its templates are left: other classes may use them).
+	PruneOldClass bool
 }
 
 // Defaults of an ApplyRequest.
@@ -66,6 +72,9 @@ const (
 func (r ApplyRequest) Validate() error {
 	if r.Plan == "" {
 		return errors.New("--plan is required: the file `capctl topology plan -f ... --save FILE` wrote")
+	}
+	if r.Rollback && r.PruneOldClass {
+		return errors.New("--rollback and --prune-old-class cannot be used together: a rollback moves the clusters back onto the old class")
 	}
 	if r.ClassName != "" {
 		if errs := validation.IsDNS1123Subdomain(r.ClassName); len(errs) > 0 {
@@ -381,6 +390,9 @@ func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.Flee
 			drifts = append(drifts, d)
 		}
 	}
+	if req.Rollback {
+		return rollback(ctx, e, req, rp, infos, members)
+	}
 	if len(drifts) > 0 {
 		return nil, &fleetupgrade.DriftError{Path: req.Plan, Before: "before the first write", Drifts: drifts,
 			Remedy: "make a new plan with `capctl topology plan -f ... --save`, review it, and apply that one"}
@@ -409,7 +421,73 @@ func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.Flee
 		// Refused before the first patch: the class made for it goes too.
 		undo(members, created, e.Stepf)
 	}
+	if err == nil && req.PruneOldClass {
+		for mc := range rp.classes {
+			if err := pruneClass(ctx, members[mc], rp.namespace, rp.from, e.Stepf); err != nil {
+				return rep, err
+			}
+		}
+	}
 	return rep, err
+}
+
+// rollback moves the plan's clusters that are on the new class back onto the old one, through
+// the engine (Rebase the other way; generations are not compared: the rebase changed them). A
+// cluster on neither class, gone or recreated is refused before any write.
+func rollback(ctx context.Context, e env.Env, req ApplyRequest, rp *rebasePlan, infos []fleetupgrade.ClusterInfo, members map[string]*cluster.Client) (*fleetupgrade.FleetApplyReport, error) {
+	back := fleetupgrade.Rebase{Namespace: rp.namespace, From: rp.to, To: rp.from}
+	for _, c := range rp.rebase.Clusters {
+		c.Generation = 0
+		back.Clusters = append(back.Clusters, c)
+	}
+	if drifts := back.Drift(infos); len(drifts) > 0 {
+		return nil, &fleetupgrade.DriftError{Path: req.Plan, Before: "before the rollback's first write", Drifts: drifts,
+			Remedy: "the rollback moves only the plan's clusters that are on the new class or the old one"}
+	}
+	for mc := range rp.classes {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(classGVK)
+		if err := members[mc].Get(ctx, types.NamespacedName{Namespace: rp.namespace, Name: rp.from}, u); err != nil {
+			return nil, fmt.Errorf("the rollback needs the old ClusterClass %s/%s: %w", rp.namespace, rp.from, err)
+		}
+	}
+	e.Stepf("Rolling back %d cluster(s) from ClusterClass %s/%s to %s", len(back.Clusters), rp.namespace, rp.to, rp.from)
+	return fleetupgrade.Apply(ctx, e, fleetupgrade.FleetApplyRequest{Rebase: &back, Rollout: req.Rollout, NoWait: req.NoWait, Timeout: req.Timeout, PollInterval: req.PollInterval, Health: req.Health})
+}
+
+var classGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"}
+
+// pruneClass deletes the old class when no Cluster of the management cluster uses it; the
+// Clusters that still do are named.
+func pruneClass(ctx context.Context, c *cluster.Client, namespace, name string, progress func(string, ...any)) error {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterList"})
+	if err := c.List(ctx, l); err != nil {
+		return fmt.Errorf("--prune-old-class: listing the Clusters that may use ClusterClass %s/%s: %w", namespace, name, err)
+	}
+	var users []string
+	for _, cl := range l.Items {
+		n, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
+		ns, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "namespace")
+		if ns == "" {
+			ns = cl.GetNamespace()
+		}
+		if n == name && ns == namespace {
+			users = append(users, cl.GetNamespace()+"/"+cl.GetName())
+		}
+	}
+	if len(users) > 0 {
+		return fmt.Errorf("--prune-old-class: ClusterClass %s/%s is still used by %s: it was kept", namespace, name, strings.Join(users, ", "))
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(classGVK)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	if err := c.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("--prune-old-class: deleting ClusterClass %s/%s: %w", namespace, name, err)
+	}
+	progress("Deleted the old ClusterClass %s/%s: no Cluster uses it (its templates were left)", namespace, name)
+	return nil
 }
 
 // classDrift says how the live class differs from the plan's, or "".

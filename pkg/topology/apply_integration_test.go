@@ -2,7 +2,6 @@ package topology_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,7 +98,7 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 	var lines []string
 	e := env.One(te.Client)
 	e.Progress = func(s string) { lines = append(lines, s) }
-	req := topology.ApplyRequest{Plan: planPath, ClassTimeout: 2 * time.Second, Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond,
+	req := topology.ApplyRequest{Plan: planPath, ClassName: "in-memory-v2", ClassTimeout: 2 * time.Second, Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond,
 		Rollout: fleetupgrade.Rollout{MaxParallel: 2}}
 	before := testenv.Snapshot(t, te.Client)
 	if _, err := topology.Apply(ctx, e, req); err == nil || !strings.Contains(err.Error(), "was not reconciled by the Cluster API controller") {
@@ -107,6 +107,23 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 	testenv.Unchanged(t, te.Client, before, "a topology apply that could not move a cluster")
 	if got := strings.Join(lines, "\n"); !strings.Contains(got, "deleted ClusterClass fleet/in-memory-") || !strings.Contains(got, "deleted "+tmplKind+" fleet/"+tmplName+"-v2-") {
 		t.Errorf("the undo is not reported:\n%s", got)
+	}
+
+	// A class of the new name not made from this plan: refused, and the template this run
+	// created before it is deleted again.
+	foreign := class.DeepCopy()
+	foreign.SetName("in-memory-v2")
+	if err := te.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	before = testenv.Snapshot(t, te.Client)
+	lines = nil
+	if _, err := topology.Apply(ctx, e, req); err == nil || !strings.Contains(err.Error(), "ClusterClass fleet/in-memory-v2 exists and was not made from this plan: choose another class name with --class-name") {
+		t.Errorf("a foreign class of the new name: %v", err)
+	}
+	testenv.Unchanged(t, te.Client, before, "a topology apply refused by a foreign class")
+	if err := te.Client.Delete(ctx, foreign); err != nil {
+		t.Fatal(err)
 	}
 
 	sctx, stop := context.WithCancel(ctx)
@@ -119,8 +136,7 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 		t.Fatalf("apply: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 	to := strings.TrimPrefix(rep.ClassRebase, "fleet/in-memory -> ")
-	short := strings.TrimPrefix(to, "in-memory-")
-	if len(short) != 8 || rep.Record == "" {
+	if to != "in-memory-v2" || rep.Record == "" {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, w := range rep.Waves {
@@ -139,8 +155,8 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	nmds, _, _ := unstructured.NestedSlice(newClass.Object, "spec", "workers", "machineDeployments")
-	if ref, _, _ := unstructured.NestedString(nmds[0].(map[string]any), "infrastructure", "templateRef", "name"); ref != tmplName+"-v2-"+short {
-		t.Errorf("the new class references %s, want the renamed template %s-v2-%s", ref, tmplName, short)
+	if ref, _, _ := unstructured.NestedString(nmds[0].(map[string]any), "infrastructure", "templateRef", "name"); !strings.HasPrefix(ref, tmplName+"-v2-") || len(ref) != len(tmplName)+len("-v2-")+8 {
+		t.Errorf("the new class references %s, want the renamed template %s-v2-DIGEST", ref, tmplName)
 	}
 	if a := newClass.GetAnnotations(); a[topology.PlanAnnotation] == "" || a[topology.RebasedFromAnnotation] != "in-memory" {
 		t.Errorf("new class annotations %v", a)
@@ -164,14 +180,18 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 		t.Errorf("the old class changed: %v, generation %d -> %d", err, oldClass.GetGeneration(), check.GetGeneration())
 	}
 
-	// The same command again: the objects made from this plan are reused, nothing is moved.
+	// The same command again, with --prune-old-class: the objects made from this plan are
+	// reused, nothing is moved, and the old class, used by no Cluster now, is deleted.
 	lines = nil
-	rep, err = topology.Apply(ctx, e, req)
+	prune := req
+	prune.PruneOldClass = true
+	rep, err = topology.Apply(ctx, e, prune)
 	if err != nil {
 		t.Fatalf("re-run: %v", err)
 	}
-	if got := strings.Join(lines, "\n"); !strings.Contains(got, "ClusterClass fleet/"+to+" exists, made from this plan: reused") {
-		t.Errorf("the re-run does not reuse the class:\n%s", got)
+	got := strings.Join(lines, "\n")
+	if !strings.Contains(got, "ClusterClass fleet/"+to+" exists, made from this plan: reused") || !strings.Contains(got, "Deleted the old ClusterClass fleet/in-memory: no Cluster uses it") {
+		t.Errorf("the re-run does not reuse the class or prune the old one:\n%s", got)
 	}
 	for _, w := range rep.Waves {
 		for _, c := range w.Clusters {
@@ -180,6 +200,15 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 			}
 		}
 	}
+	if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "in-memory"}, check); !apierrors.IsNotFound(err) {
+		t.Errorf("the old class after --prune-old-class: %v", err)
+	}
+	// A rollback needs the old class.
+	back := req
+	back.Rollback = true
+	if _, err := topology.Apply(ctx, e, back); err == nil || !strings.Contains(err.Error(), "the rollback needs the old ClusterClass fleet/in-memory") {
+		t.Errorf("a rollback without the old class: %v", err)
+	}
 	for n, g := range gens {
 		cl := &unstructured.Unstructured{}
 		cl.SetAPIVersion("cluster.x-k8s.io/v1beta2")
@@ -187,18 +216,5 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 		if err := te.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: n}, cl); err != nil || cl.GetGeneration() != g {
 			t.Errorf("the re-run changed %s: %v, generation %d -> %d", n, err, g, cl.GetGeneration())
 		}
-	}
-
-	// Another class of that name, not made from the plan, is refused.
-	_ = te.Client.Delete(ctx, newClass)
-	other := newClass.DeepCopy()
-	other.SetResourceVersion("")
-	other.SetAnnotations(nil)
-	if err := te.Client.Create(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	var drift *fleetupgrade.DriftError
-	if _, err := topology.Apply(ctx, e, req); err == nil || errors.As(err, &drift) || !strings.Contains(err.Error(), "exists and was not made from this plan: choose another class name with --class-name") {
-		t.Errorf("a foreign class of the new name: %v", err)
 	}
 }

@@ -26,7 +26,8 @@ import (
 // naming it, with nothing created; a new plan applied with --canary 1 and a failing gate moves
 // only the canary, whose worker Machines the controllers replace as predicted; once the gate
 // passes the same command moves the others, not the canary again; the old class is untouched,
-// and the history holds both runs with the predictions that held.
+// and the history holds both runs with the predictions that held. --rollback then moves the
+// canary back (its workers rolled back by the controllers) before the failing gate stops it.
 func rebaseLive(t *testing.T, tp *topoPlan) {
 	ctx := context.Background()
 	c := tp.c
@@ -106,7 +107,15 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 		t.Errorf("a refused topology apply created classes: %v -> %v", classesBefore, got)
 	}
 	setPaused(t, c.Client, tp.ns, "t-3", false)
-	settled(t, c, tp.ns, "t-3")
+	waitFor(t, 2*time.Minute, "t-3 to be unpaused", func() bool {
+		u, err := getCluster(ctx, c, tp.ns, "t-3")
+		if err != nil {
+			return false
+		}
+		st, _ := condition(u, "Paused")
+		return st == "False"
+	})
+	tp.e.waitAvailable(c, tp.ns, "t-3", 5*time.Minute)
 
 	// The reviewed plan, rolled with a canary and a failing gate.
 	path := filepath.Join(tp.dir, "rebase.json")
@@ -175,7 +184,9 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 			t.Errorf("%s uses ClusterClass %s after the rebase, want %s", n, got, to)
 		}
 	}
-	if now := tp.machines("t-1"); strings.Join(now.ms, ",") != strings.Join(canaryMachines.ms, ",") {
+	// (The controller deletes the canary's old, empty MachineSet meanwhile: only a new one would
+	// be a second rollout.)
+	if now := tp.machines("t-1"); added(canaryMachines.ms, now.ms) {
 		t.Errorf("the resume rolled the canary again: %v -> %v", canaryMachines.ms, now.ms)
 	}
 	old := &unstructured.Unstructured{}
@@ -196,4 +207,28 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if c := recs[1].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
 		t.Errorf("the record of the canary %+v: want the prediction that held", c)
 	}
+
+	// --rollback with the failing gate again: the canary moves back onto the old class, the
+	// controllers roll its workers back, and the gate stops the others where they are.
+	if err := os.Remove(ok); err != nil {
+		t.Fatal(err)
+	}
+	beforeBack := tp.machines("t-1")
+	start = time.Now()
+	out, err = tp.e.capctl(c, append(args, "--rollback")...)
+	if err == nil {
+		t.Fatalf("the failing gate did not stop the rollback:\n%s", out)
+	}
+	back := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
+	if cl := back.Waves[0].Clusters[0]; back.ClassRebase != tp.ns+"/"+to+" -> in-memory" || cl.Name != "t-1" || cl.Result != fleetupgrade.ResultRebased ||
+		back.Stop == nil || strings.Join(back.Stop.Details, "") != "smoke test failed on topo/t-1 ("+to+" -> in-memory)" {
+		t.Errorf("rollback %q: canary %+v, stop %+v", back.ClassRebase, cl, back.Stop)
+	}
+	if got := []string{classOf("t-1"), classOf("t-2"), classOf("t-3")}; got[0] != "in-memory" || got[1] != to || got[2] != to {
+		t.Errorf("after the rollback's canary the clusters use %v", got)
+	}
+	if !added(beforeBack.ms, tp.machines("t-1").ms) {
+		t.Errorf("the rollback did not roll the canary's workers back: MachineSets %v -> %v", beforeBack.ms, tp.machines("t-1").ms)
+	}
+	t.Logf("rollback of the canary: %s", time.Since(start).Round(time.Second))
 }
