@@ -529,26 +529,45 @@ func createObjects(ctx context.Context, mc string, c *cluster.Client, objs []*un
 			renameRefs(o.Object["spec"], rp.renamed)
 		}
 		what := fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-		cur := &unstructured.Unstructured{}
-		cur.SetGroupVersionKind(o.GroupVersionKind())
-		err := c.Get(ctx, client.ObjectKeyFromObject(o), cur)
-		switch {
-		case err == nil:
-			if cur.GetAnnotations()[PlanAnnotation] != rp.file.Digest || !equality.Semantic.DeepEqual(cur.Object["spec"], o.Object["spec"]) {
-				return made, fmt.Errorf("%s exists and was not made from this plan: choose another class name with --class-name, or delete it", what)
-			}
+		found, err := reusable(ctx, c, o, rp.file.Digest, what)
+		if err != nil {
+			return made, err
+		}
+		if found {
 			progress("  %s exists, made from this plan: reused", what)
 			continue
-		case !apierrors.IsNotFound(err):
-			return made, fmt.Errorf("reading %s: %w", what, err)
 		}
-		if err := c.Create(ctx, o); err != nil {
+		if err := c.Create(ctx, o); apierrors.IsAlreadyExists(err) {
+			// A second operator's run of the same plan created it meanwhile: the same object.
+			if found, err = reusable(ctx, c, o, rp.file.Digest, what); err != nil || !found {
+				return made, fmt.Errorf("creating %s: %w", what, err)
+			}
+			progress("  %s was created meanwhile from this plan: reused", what)
+			continue
+		} else if err != nil {
 			return made, fmt.Errorf("creating %s: %w", what, err)
 		}
 		made = append(made, createdObject{management: mc, obj: o})
 		progress("  created %s", what)
 	}
 	return made, nil
+}
+
+// reusable reads the object of o's name: absent (false), made from this plan with o's spec
+// (true), or anything else (an error naming the way out).
+func reusable(ctx context.Context, c *cluster.Client, o *unstructured.Unstructured, digest, what string) (bool, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(o), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading %s: %w", what, err)
+	case cur.GetAnnotations()[PlanAnnotation] != digest || !equality.Semantic.DeepEqual(cur.Object["spec"], o.Object["spec"]):
+		return false, fmt.Errorf("%s exists and was not made from this plan: choose another class name with --class-name, or delete it", what)
+	}
+	return true, nil
 }
 
 // undo deletes what this run created, newest first; what cannot be deleted is named.
