@@ -123,6 +123,8 @@ func (s UpgradeStep) String() string {
 		return "workers " + s.Version
 	case Machines:
 		return "machines rollout.after " + s.Version
+	case ClassComponent:
+		return "ClusterClass " + s.Version
 	}
 	return "control plane " + s.Version
 }

@@ -132,6 +132,10 @@ func RenderApplyReport(w io.Writer, rep *FleetApplyReport) error {
 					st += " (topology plan)"
 				case len(s.Patched) == 0:
 					st += " (already set)"
+				case s.PredictionHeld != nil && *s.PredictionHeld:
+					st += " (replaced " + orNone(strings.Join(s.Replaced, ", ")) + ", as planned)"
+				case s.PredictionHeld != nil:
+					st += " (replaced " + orNone(strings.Join(s.Replaced, ", ")) + "; the plan said " + orNone(strings.Join(s.Predicted, ", ")) + ")"
 				}
 				steps = append(steps, st)
 			}

@@ -121,6 +121,22 @@ func TestRenderRotation(t *testing.T) {
 	if msg := EndError(rep, ErrFleetStopped).Error(); !strings.Contains(msg, "run the same command again with --rollout-after "+at+" to continue") {
 		t.Errorf("end: %s", msg)
 	}
+	held, missed := true, false
+	rb := &FleetApplyReport{ClassRebase: "p/qs -> qs-2", Waves: []FleetWaveReport{{Wave: "-", Clusters: []FleetClusterReport{
+		{Namespace: "p", Name: "a", Result: ResultRebased, Steps: []FleetStepReport{{Component: ClassComponent, Version: "qs-2", Patched: []string{"Cluster a spec.topology.classRef.name"},
+			Predicted: []string{"MachineDeployment md-0"}, Replaced: []string{"MachineDeployment md-0"}, PredictionHeld: &held, Done: true}}},
+		{Namespace: "p", Name: "b", Result: ResultRebased, Steps: []FleetStepReport{{Component: ClassComponent, Version: "qs-2", Patched: []string{"Cluster b spec.topology.classRef.name"},
+			Predicted: []string{}, Replaced: []string{"control plane"}, PredictionHeld: &missed, Done: true}}},
+	}}}}
+	b.Reset()
+	if err := RenderApplyReport(&b, rb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ClusterClass qs-2 (replaced MachineDeployment md-0, as planned)", "ClusterClass qs-2 (replaced control plane; the plan said (none))"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("rebase output lacks %q:\n%s", want, b.String())
+		}
+	}
 	up := &FleetApplyReport{KubernetesVersion: "v1.35.0", Stop: rep.Stop}
 	if msg := EndError(up, ErrFleetStopped).Error(); strings.Contains(msg, "--rollout-after") || !strings.Contains(msg, "run the same command again to continue") {
 		t.Errorf("an upgrade's end: %s", msg)

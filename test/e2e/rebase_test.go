@@ -25,7 +25,8 @@ import (
 // template change is planned and saved; a cluster changed after the plan refuses the apply,
 // naming it, with nothing created; a new plan applied with --canary 1 and a failing gate moves
 // only the canary, whose worker Machines the controllers replace as predicted; once the gate
-// passes the same command moves the others, not the canary again; the old class is untouched,
+// passes the same command, interrupted (SIGINT) in the second wave and run again, moves the
+// others, none twice and not the canary again; the old class is untouched,
 // and the history holds both runs with the predictions that held. --rollback then moves the
 // canary back (its workers rolled back by the controllers) before the failing gate stops it.
 func rebaseLive(t *testing.T, tp *topoPlan) {
@@ -162,21 +163,57 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The gate passes now: the same command, interrupted (SIGINT) once the second wave has moved
+	// a cluster, then run again to the end.
 	start = time.Now()
+	run := tp.e.startCapctl(c, args...)
+	if !run.waitOutput(": moved to ClusterClass "+to, 5*time.Minute) {
+		_, stderr, err := run.wait()
+		t.Fatalf("the second wave moved no cluster (exit %v):\n%s", err, stderr)
+	}
+	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run.wait()
+	if exitCode(err) != 1 || !strings.Contains(stderr, "interrupted after the patch under way: run the same command again") {
+		t.Fatalf("interrupted rebase: exit %v\n%s", err, stderr)
+	}
+	intr := parseFleetReport(t, stdout)
+	movedBefore := map[string]int64{}
+	for _, n := range []string{"t-2", "t-3"} {
+		if classOf(n) == to {
+			u, err := getCluster(ctx, c, tp.ns, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			movedBefore[n] = u.GetGeneration()
+		}
+	}
+	if !intr.Interrupted || len(movedBefore) == 0 || intr.Waves[0].Clusters[0].Result != fleetupgrade.ResultUpToDate {
+		t.Fatalf("interrupted rebase: report %+v, moved %v", intr, movedBefore)
+	}
 	rep2 := fleetReport(t, tp.e.mustCapctl(c, args...))
 	second := time.Since(start)
 	for _, w := range rep2.Waves {
 		for _, cl := range w.Clusters {
-			want := fleetupgrade.ResultRebased
-			if cl.Name == "t-1" {
-				want = fleetupgrade.ResultUpToDate
+			switch {
+			case cl.Name == "t-1" && cl.Result != fleetupgrade.ResultUpToDate:
+				t.Errorf("resumed rebase: the canary %s, want %s", cl.Result, fleetupgrade.ResultUpToDate)
+			case cl.Name != "t-1" && cl.Result != fleetupgrade.ResultRebased && cl.Result != fleetupgrade.ResultUpToDate:
+				t.Errorf("resumed rebase: %s %s", cl.Name, cl.Result)
 			}
-			if cl.Result != want {
-				t.Errorf("resumed rebase: %s %s, want %s", cl.Name, cl.Result, want)
+			for _, st := range cl.Steps {
+				// A cluster moved by this run says whether the prediction held; one moved by the
+				// interrupted run is only followed (which Machines that run replaced is unknown).
+				if _, early := movedBefore[cl.Name]; early == (len(st.Patched) > 0) || (!early && (st.PredictionHeld == nil || !*st.PredictionHeld)) {
+					t.Errorf("resumed rebase: %s step %+v (moved by the interrupted run: %v)", cl.Name, st, early)
+				}
 			}
-			if want == fleetupgrade.ResultRebased && (len(cl.Steps) != 1 || cl.Steps[0].PredictionHeld == nil || !*cl.Steps[0].PredictionHeld) {
-				t.Errorf("resumed rebase: %s steps %+v: the prediction did not hold", cl.Name, cl.Steps)
-			}
+		}
+	}
+	for n, g := range movedBefore {
+		if u, err := getCluster(ctx, c, tp.ns, n); err != nil || u.GetGeneration() != g {
+			t.Errorf("the resume moved %s again: generation %d after the interrupted run, now %d (%v)", n, g, u.GetGeneration(), err)
 		}
 	}
 	for _, n := range tp.names {
@@ -194,17 +231,17 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tp.ns, Name: "in-memory"}, old); err != nil || old.GetGeneration() != liveClass.GetGeneration() {
 		t.Errorf("the old class: %v, generation %d (was %d)", err, old.GetGeneration(), liveClass.GetGeneration())
 	}
-	t.Logf("rebase of %d clusters onto %s: canary run %s (stopped at the gate), resume %s", len(tp.names), to, first.Round(time.Second), second.Round(time.Second))
+	t.Logf("rebase of %d clusters onto %s: canary run %s (stopped at the gate), interrupted and resumed run %s (SIGINT after %v moved)", len(tp.names), to, first.Round(time.Second), second.Round(time.Second), movedBefore)
 
 	var recs []fleetupgrade.RolloutRecord
 	if err := json.Unmarshal([]byte(tp.e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 2 || recs[0].Name != rep2.Record || recs[1].Name != rep.Record || recs[0].ClassRebase != rep.ClassRebase ||
-		recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutStopped {
+	if len(recs) != 3 || recs[0].Name != rep2.Record || recs[1].Name != intr.Record || recs[2].Name != rep.Record || recs[0].ClassRebase != rep.ClassRebase ||
+		recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutInterrupted || recs[2].State != fleetupgrade.RolloutStopped {
 		t.Fatalf("history %+v", recs)
 	}
-	if c := recs[1].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
+	if c := recs[2].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
 		t.Errorf("the record of the canary %+v: want the prediction that held", c)
 	}
 
