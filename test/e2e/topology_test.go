@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -370,14 +371,18 @@ func added(before, after []string) bool {
 // live object, or the object created.
 func (tp *topoPlan) apply(o *unstructured.Unstructured) error {
 	ctx := context.Background()
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(o.GroupVersionKind())
-	if err := tp.c.Client.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
-		return tp.c.Client.Create(ctx, o.DeepCopy())
-	}
-	cur.Object["spec"] = o.Object["spec"]
-	cur.SetLabels(o.GetLabels())
-	return tp.c.Client.Update(ctx, cur)
+	// The controllers write the object too (a Cluster's topology references): a conflicting
+	// update is read again and retried, as kubectl apply would.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(o.GroupVersionKind())
+		if err := tp.c.Client.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+			return tp.c.Client.Create(ctx, o.DeepCopy())
+		}
+		cur.Object["spec"] = o.Object["spec"]
+		cur.SetLabels(o.GetLabels())
+		return tp.c.Client.Update(ctx, cur)
+	})
 }
 
 // waitDone waits until the controllers have done what was predicted for the cluster (a new
