@@ -37,6 +37,8 @@ func (e *e2e) useContexts() {
 //   - plans the fleet's Kubernetes upgrade as one set of waves, and applies it: a run stopped by
 //     SIGINT right after its first patch leaves the second wave untouched, and the same command
 //     again finishes every cluster without patching anything twice;
+//   - rebases the four onto a changed ClusterClass with `topology apply` over the three
+//     (rebaseAcrossContextsLive): wave 1 stopped by a failing gate, the same command finishing;
 //   - with mgmt-3's infrastructure manager (CAPD) stopped, diagnose names mgmt-3 and that
 //     provider, and exits 2;
 //   - with mgmt-2's API server stopped, exits 3 with mgmt-2 unreachable and the other two
@@ -127,6 +129,7 @@ func TestFleetOverManagementClustersLive(t *testing.T) {
 		t.Fatalf("plan:\n%s", plan)
 	}
 	testFleetAcrossContextsLive(e, ns, target, want)
+	rebaseAcrossContextsLive(e, ns, want)
 
 	// mgmt-3's infrastructure manager stopped: diagnose names it and exits 2.
 	scaleCAPD(t, m3, 0)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
 	"github.com/capctl/capctl/pkg/topology"
 )
@@ -268,4 +269,117 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 		t.Errorf("the rollback did not roll the canary's workers back: MachineSets %v -> %v", beforeBack.ms, tp.machines("t-1").ms)
 	}
 	t.Logf("rollback of the canary: %s", time.Since(start).Round(time.Second))
+}
+
+// rebaseAcrossContextsLive: the fleet of TestFleetOverManagementClustersLive (four ClusterClass
+// clusters, waves 1 and 2, over three management clusters, each with its own "in-memory"
+// class) rebased onto a class whose patch changes the control plane's kubeadm configuration:
+// one plan over every context, saved; the apply over every context creates the class on each
+// management cluster, moves wave 1 (two management clusters) and stops at the failing gate with
+// wave 2 untouched; the same command with the gate passing moves wave 2; every control plane was
+// replaced by its own controllers, as predicted, and each management cluster keeps the record.
+func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
+	t := e.t
+	ctx := context.Background()
+	byName := map[string]*livemgmt.Cluster{}
+	for _, c := range e.clusters {
+		byName[c.Name] = c
+	}
+	tp := &topoPlan{e: e, c: e.clusters[0], ns: ns, dir: t.TempDir()}
+	class := tp.live(classGVK, "in-memory")
+	patches, _, _ := unstructured.NestedSlice(class.Object, "spec", "patches")
+	patches = append(patches, map[string]any{"name": "control-plane-san", "definitions": []any{map[string]any{
+		"selector": map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
+			"matchResources": map[string]any{"controlPlane": true}},
+		"jsonPatches": []any{map[string]any{"op": "add", "path": "/spec/template/spec/kubeadmConfigSpec/clusterConfiguration/apiServer/certSANs/-", "value": "regions.example"}},
+	}}})
+	_ = unstructured.SetNestedSlice(class.Object, patches, "spec", "patches")
+	b, err := sigsyaml.Marshal(class.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := filepath.Join(tp.dir, "class.yaml")
+	if err := os.WriteFile(change, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tp.dir, "plan.json")
+	out, err := e.capctl(nil, "topology", "plan", "-f", change, "--all-contexts", "-n", ns, "--save", path, "-o", "json")
+	if exitCode(err) != topology.ExitChanges {
+		t.Fatalf("topology plan --all-contexts --save: exit %d\n%s", exitCode(err), out)
+	}
+	res := &topology.PlanResult{}
+	if err := json.Unmarshal([]byte(jsonPart(out)), res); err != nil || len(res.Clusters) != len(where) {
+		t.Fatalf("plan: %v, %d clusters (want %d)", err, len(res.Clusters), len(where))
+	}
+	for _, cp := range res.Clusters {
+		if !cp.ControlPlane.RollsOut || cp.ManagementCluster != where[cp.Namespace+"/"+cp.Name] {
+			t.Fatalf("plan of %s on %s: control plane rolls %v; want it to", cp.Name, cp.ManagementCluster, cp.ControlPlane.RollsOut)
+		}
+	}
+	cpMachines := func() map[string][]string {
+		out := map[string][]string{}
+		for key, mc := range where {
+			name := strings.TrimPrefix(key, ns+"/")
+			tp.c = byName[mc]
+			out[key] = tp.machines(name).cp
+		}
+		return out
+	}
+	before := cpMachines()
+	ok := filepath.Join(tp.dir, "ok")
+	gate := `test -f ` + ok + ` || { echo "smoke test failed on $CAPCTL_CLUSTERS"; exit 1; }`
+	args := []string{"topology", "apply", "--plan", path, "--all-contexts", "--gate-command", gate, "--max-parallel", "100%", "--timeout", "8m", "-o", "json"}
+	start := time.Now()
+	out, err = e.capctl(nil, args...)
+	first := time.Since(start)
+	if err == nil {
+		t.Fatalf("the failing gate did not stop the rebase:\n%s", out)
+	}
+	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
+	if rep.Stop == nil || rep.Stop.At != "after wave 1" || len(rep.Waves) != 2 {
+		t.Fatalf("rebase across contexts stopped %+v, waves %d", rep.Stop, len(rep.Waves))
+	}
+	to := strings.TrimPrefix(rep.ClassRebase, ns+"/in-memory -> ")
+	mid := cpMachines()
+	for key, r := range fleetResults(&rep) {
+		wave1 := r.Name == "r1-a" || r.Name == "r2-a"
+		held := len(r.Steps) == 1 && r.Steps[0].PredictionHeld != nil && *r.Steps[0].PredictionHeld
+		if (wave1 && (r.Result != fleetupgrade.ResultRebased || !held || !added(before[key], mid[key]))) ||
+			(!wave1 && (r.Result != fleetupgrade.ResultNotStarted || added(before[key], mid[key]))) {
+			t.Errorf("%s on %s after wave 1: %+v; control plane Machines %v -> %v", key, r.ManagementCluster, r, before[key], mid[key])
+		}
+	}
+	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	res2 := e.applyOK(nil, "the resumed rebase over three management clusters", args...)
+	second := time.Since(start)
+	end := cpMachines()
+	for key, r := range res2 {
+		wave1 := r.Name == "r1-a" || r.Name == "r2-a"
+		if wave1 && (r.Result != fleetupgrade.ResultUpToDate || added(mid[key], end[key])) {
+			t.Errorf("%s: %s in the resumed run, control plane Machines %v -> %v: wave 1 moved again", key, r.Result, mid[key], end[key])
+		}
+		if !wave1 && (r.Result != fleetupgrade.ResultRebased || !added(mid[key], end[key]) || r.Steps[0].PredictionHeld == nil || !*r.Steps[0].PredictionHeld) {
+			t.Errorf("%s: %+v in the resumed run, control plane Machines %v -> %v", key, r, mid[key], end[key])
+		}
+		u, err := getCluster(ctx, byName[where[key]], ns, r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "classRef", "name"); n != to {
+			t.Errorf("%s on %s uses ClusterClass %s, want %s", key, where[key], n, to)
+		}
+	}
+	for _, c := range e.clusters {
+		var recs []fleetupgrade.RolloutRecord
+		if err := json.Unmarshal([]byte(e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) < 2 || recs[0].ClassRebase != rep.ClassRebase || recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutStopped {
+			t.Errorf("history on %s: %+v", c.Name, recs)
+		}
+	}
+	t.Logf("rebase of %d clusters over %d management clusters onto %s: wave 1 and the failing gate %s, wave 2 %s", len(where), len(e.clusters), to, first.Round(time.Second), second.Round(time.Second))
 }
