@@ -51,6 +51,14 @@ func (r *FleetPlanResult) ExitCode() int {
 // be used. Progress lines go to the Env's unless the request has its own. It returns the report
 // also when the run stops (EndError says how it ended).
 func Apply(ctx context.Context, e env.Env, req FleetApplyRequest) (*FleetApplyReport, error) {
+	return Roll(ctx, e, req)
+}
+
+// Roll is the rollout engine over the Env's management clusters, whatever the change (the
+// request's version, Rotation or Rebase): the one entry of every fleet change. Apply is the
+// commands' verb over it; another feature's rollout (topology apply's rebase) calls Roll, the
+// engine, not that verb.
+func Roll(ctx context.Context, e env.Env, req FleetApplyRequest) (*FleetApplyReport, error) {
 	if req.Progress == nil && e.Progress != nil {
 		req.Progress = e.Stepf
 	}

@@ -347,7 +347,7 @@ func renameRefs(v any, renamed map[string]string) {
 // plan is checked (digest, one class, every cluster computed and admitted) and compared with
 // every management cluster (the planned clusters and the class not changed since); then the
 // changed templates and the class are created under new names (reused when a re-run finds them
-// made from this plan), and the clusters are moved wave by wave (fleetupgrade.Apply). A run the
+// made from this plan), and the clusters are moved wave by wave (fleetupgrade.Roll, the engine). A run the
 // engine refuses before its first patch removes what this run created.
 func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.FleetApplyReport, error) {
 	if err := req.Validate(); err != nil {
@@ -414,7 +414,7 @@ func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.Flee
 		}
 	}
 	freq := fleetupgrade.FleetApplyRequest{Rebase: &rp.rebase, Rollout: req.Rollout, NoWait: req.NoWait, Timeout: req.Timeout, PollInterval: req.PollInterval, Health: req.Health}
-	rep, err := fleetupgrade.Apply(ctx, e, freq)
+	rep, err := fleetupgrade.Roll(ctx, e, freq)
 	var pe *fleetupgrade.PreflightError
 	var de *fleetupgrade.DriftError
 	if errors.As(err, &pe) || errors.As(err, &de) {
@@ -452,7 +452,7 @@ func rollback(ctx context.Context, e env.Env, req ApplyRequest, rp *rebasePlan, 
 		}
 	}
 	e.Stepf("Rolling back %d cluster(s) from ClusterClass %s/%s to %s", len(back.Clusters), rp.namespace, rp.to, rp.from)
-	return fleetupgrade.Apply(ctx, e, fleetupgrade.FleetApplyRequest{Rebase: &back, Rollout: req.Rollout, NoWait: req.NoWait, Timeout: req.Timeout, PollInterval: req.PollInterval, Health: req.Health})
+	return fleetupgrade.Roll(ctx, e, fleetupgrade.FleetApplyRequest{Rebase: &back, Rollout: req.Rollout, NoWait: req.NoWait, Timeout: req.Timeout, PollInterval: req.PollInterval, Health: req.Health})
 }
 
 var classGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"}
