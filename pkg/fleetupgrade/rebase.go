@@ -281,74 +281,45 @@ func replacedSince(s ClusterState, t time.Time) []string {
 // object's own name).
 const topologyMDLabel = "topology.cluster.x-k8s.io/deployment-name"
 
-// runCluster rebases one cluster: on the new class and settled already, nothing is patched; else
-// what is under way finishes first, the Cluster is moved (skipped when a resumed run moved it)
-// and followed until the controllers have done what the new class asks. The step records which
-// parts replaced their machines beside what the plan predicted.
+// runCluster rebases one cluster (runOnePatch): the Cluster is moved where it is not yet, and
+// followed until the controllers have done what the new class asks; the step records which parts
+// replaced their machines beside what the plan predicted.
 func (r rebase) runCluster(cr *clusterRun) *FleetApplyFailure {
-	s, err := cr.a.readState(cr.ctx, cr.info, cr.cu)
-	if err != nil {
-		return cr.stop("reading the cluster", err, nil)
-	}
-	if ok, _ := r.done(s); ok {
-		cr.cr.Result = ResultUpToDate
-		cr.a.req.Progress("  %s: already %s", cr.name, r.goal())
-		return nil
-	}
 	rc := r.byRef[cr.cu.Ref()]
-	if cr.a.req.DryRun {
-		err := r.move(context.WithoutCancel(cr.ctx), cr.a, cr.cu)
-		cr.cr.Steps = append(cr.cr.Steps, FleetStepReport{Component: ClassComponent, Version: r.To, Patched: []string{"Cluster " + cr.cu.Name + " spec.topology.classRef.name"}, Done: err == nil, Predicted: rc.RollsOut})
-		if err != nil {
-			return cr.stop(r.step(), err, nil)
-		}
-		cr.cr.Result = ResultWouldPatch
-		cr.a.req.Progress("  %s: would move to ClusterClass %s (dry run)", cr.name, r.To)
-		return nil
+	return cr.runOnePatch(onePatch{
+		step: FleetStepReport{Component: ClassComponent, Version: r.To, Predicted: rc.RollsOut}, name: r.step(),
+		goal: r.goal(), result: ResultRebased, done: r.done,
+		needed: func(s ClusterState) bool { return !r.onNew(s) },
+		send: func(ctx context.Context) ([]string, error) {
+			if err := r.move(ctx, cr.a, cr.cu); err != nil {
+				return nil, err
+			}
+			return []string{"Cluster " + cr.cu.Name + " spec.topology.classRef.name"}, nil
+		},
+		sent:  func([]string) string { return "moved to ClusterClass " + r.To },
+		asked: "on ClusterClass " + r.To + " already, waiting for the controllers",
+		measured: func(st *FleetStepReport, begin time.Time) {
+			// Only this run's move is measured: a resumed one cannot tell which Machines it
+			// replaced.
+			end, err := cr.a.readState(cr.ctx, cr.info, cr.cu)
+			if err != nil {
+				return
+			}
+			st.Replaced = replacedSince(end, begin.Add(-time.Second))
+			if st.Replaced == nil {
+				st.Replaced = []string{}
+			}
+			st.PredictionHeld = predictionHeld(rc.RollsOut, st.Replaced)
+		},
+	})
+}
+
+// replacedText says what replaced its machines, for the progress line.
+func replacedText(replaced []string) string {
+	if len(replaced) == 0 {
+		return "no machines replaced"
 	}
-	begin := time.Now()
-	sr := FleetStepReport{Component: ClassComponent, Version: r.To, Predicted: rc.RollsOut}
-	if !r.onNew(s) {
-		// What an earlier change left rolling finishes before the class changes.
-		if failed := cr.waitSettled("", ""); failed != nil {
-			return failed
-		}
-		if cr.userCtx.Err() != nil || cr.gctx.Err() != nil {
-			return cr.stop(r.step(), cr.userCtx.Err(), nil)
-		}
-		// The patch runs to its end even when Ctrl-C arrives meanwhile: it stops after it.
-		if err := r.move(context.WithoutCancel(cr.ctx), cr.a, cr.cu); err != nil {
-			cr.cr.Steps = append(cr.cr.Steps, sr)
-			return cr.stop(r.step(), err, nil)
-		}
-		sr.Patched = []string{"Cluster " + cr.cu.Name + " spec.topology.classRef.name"}
-		cr.a.req.Progress("  %s: moved to ClusterClass %s", cr.name, r.To)
-	} else {
-		cr.a.req.Progress("  %s: on ClusterClass %s already, waiting for the controllers", cr.name, r.To)
-	}
-	cr.cr.Steps = append(cr.cr.Steps, sr)
-	last, err := cr.a.poll(cr.ctx, cr.cu, cr.info, r.done)
-	st := &cr.cr.Steps[len(cr.cr.Steps)-1]
-	st.Seconds = since(begin)
-	if err != nil {
-		return cr.stop(r.step(), err, last)
-	}
-	st.Done = true
-	if end, err := cr.a.readState(cr.ctx, cr.info, cr.cu); err == nil && sr.Patched != nil {
-		// Only this run's move is measured: a resumed one cannot tell which Machines it replaced.
-		st.Replaced = replacedSince(end, begin.Add(-time.Second))
-		if st.Replaced == nil {
-			st.Replaced = []string{}
-		}
-		st.PredictionHeld = predictionHeld(rc.RollsOut, st.Replaced)
-	}
-	cr.cr.Result = ResultRebased
-	what := "no machines replaced"
-	if len(st.Replaced) > 0 {
-		what = "replaced the machines of " + strings.Join(st.Replaced, ", ")
-	}
-	cr.a.req.Progress("  %s: %s in %.0fs (%s)", cr.name, r.goal(), since(begin), what)
-	return nil
+	return "replaced the machines of " + strings.Join(replaced, ", ")
 }
 
 // predictionHeld says whether what replaced its machines is what the plan predicted.

@@ -137,61 +137,17 @@ func (r rotation) done(s ClusterState) (bool, []string) {
 	return len(why) == 0, why
 }
 
-// runCluster rotates one cluster: done already, nothing is patched; else what is under way
-// finishes first, then rollout.after is asked (skipped where it is asked already: a resumed
-// run) and the cluster is followed until the controllers replaced every Machine.
+// runCluster rotates one cluster (runOnePatch): rollout.after is asked where it is not yet, and
+// the cluster is followed until the controllers replaced every Machine created before it.
 func (r rotation) runCluster(cr *clusterRun) *FleetApplyFailure {
-	s, err := cr.a.readState(cr.ctx, cr.info, cr.cu)
-	if err != nil {
-		return cr.stop("reading the cluster", err, nil)
-	}
-	if ok, _ := r.done(s); ok {
-		cr.cr.Result = ResultUpToDate
-		cr.a.req.Progress("  %s: already %s", cr.name, r.goal())
-		return nil
-	}
-	if cr.a.req.DryRun {
-		patched, err := r.restart(context.WithoutCancel(cr.ctx), cr.a, cr.cu)
-		cr.cr.Steps = append(cr.cr.Steps, FleetStepReport{Component: Machines, Version: r.text(), Patched: patched, Done: err == nil})
-		if err != nil {
-			return cr.stop(r.step(), err, nil)
-		}
-		cr.cr.Result = ResultWouldPatch
-		cr.a.req.Progress("  %s: would set %s (dry run)", cr.name, r.step())
-		return nil
-	}
-	begin := time.Now()
-	sr := FleetStepReport{Component: Machines, Version: r.text()}
-	if len(r.toReplace(s)) > 0 {
-		// What an earlier change left rolling finishes before the rotation is asked.
-		if failed := cr.waitSettled("", ""); failed != nil {
-			return failed
-		}
-		if cr.userCtx.Err() != nil || cr.gctx.Err() != nil {
-			return cr.stop(r.step(), cr.userCtx.Err(), nil)
-		}
-		// The patch runs to its end even when Ctrl-C arrives meanwhile: it stops after it.
-		patched, err := r.restart(context.WithoutCancel(cr.ctx), cr.a, cr.cu)
-		sr.Patched = patched
-		if err != nil {
-			cr.cr.Steps = append(cr.cr.Steps, sr)
-			return cr.stop(r.step(), err, nil)
-		}
-		if len(patched) > 0 {
-			cr.a.req.Progress("  %s: set %s on %s", cr.name, r.step(), strings.Join(patched, ", "))
-		} else {
-			cr.a.req.Progress("  %s: %s asked already, waiting for the controllers", cr.name, r.step())
-		}
-	}
-	cr.cr.Steps = append(cr.cr.Steps, sr)
-	last, err := cr.a.poll(cr.ctx, cr.cu, cr.info, r.done)
-	st := &cr.cr.Steps[len(cr.cr.Steps)-1]
-	st.Seconds = since(begin)
-	if err != nil {
-		return cr.stop(r.step(), err, last)
-	}
-	st.Done = true
-	cr.cr.Result = ResultRotated
-	cr.a.req.Progress("  %s: %s in %.0fs", cr.name, r.goal(), since(begin))
-	return nil
+	return cr.runOnePatch(onePatch{
+		step: FleetStepReport{Component: Machines, Version: r.text()}, name: r.step(),
+		goal: r.goal(), result: ResultRotated, done: r.done,
+		needed: func(s ClusterState) bool { return len(r.toReplace(s)) > 0 },
+		send:   func(ctx context.Context) ([]string, error) { return r.restart(ctx, cr.a, cr.cu) },
+		sent: func(patched []string) string {
+			return fmt.Sprintf("set %s on %s", r.step(), strings.Join(patched, ", "))
+		},
+		asked: r.step() + " asked already, waiting for the controllers",
+	})
 }
