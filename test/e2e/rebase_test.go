@@ -24,7 +24,7 @@ import (
 // rebaseLive rolls a ClusterClass change out as a rebase (`topology apply --plan`) on the live
 // clusters of TestTopologyPlanLive, with the real topology controller doing the work: a worker
 // template change is planned and saved; a cluster changed after the plan refuses the apply,
-// naming it, with nothing created; a new plan applied with --canary 1 and a failing gate moves
+// naming it, with nothing created; a new plan applied with --canary 1, a soak and a failing gate moves
 // only the canary, whose worker Machines the controllers replace as predicted; once the gate
 // passes the same command, interrupted (SIGINT) in the second wave and run again, moves the
 // others, none twice and not the canary again; the old class is untouched,
@@ -129,7 +129,7 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	}
 	ok := filepath.Join(tp.dir, "rebase-ok")
 	gate := `test -f ` + ok + ` || { echo "smoke test failed on $CAPCTL_CLUSTERS ($CAPCTL_CLUSTERCLASS_FROM -> $CAPCTL_CLUSTERCLASS)"; exit 1; }`
-	args := []string{"topology", "apply", "--plan", path, "--canary", "1", "--max-parallel", "100%", "--gate-command", gate, "--timeout", "8m", "-o", "json"}
+	args := []string{"topology", "apply", "--plan", path, "--canary", "1", "--max-parallel", "100%", "--soak", "5s", "--gate-command", gate, "--timeout", "8m", "-o", "json"}
 	machinesBefore := map[string]machinesOf{}
 	for _, n := range tp.names {
 		machinesBefore[n] = tp.machines(n)
@@ -145,6 +145,9 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if !strings.HasPrefix(to, "in-memory-") || rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand ||
 		strings.Join(rep.Stop.Details, "") != "smoke test failed on topo/t-1 (in-memory -> "+to+")" {
 		t.Fatalf("rebase %q stopped %+v", rep.ClassRebase, rep.Stop)
+	}
+	if g := rep.Waves[0].Gates; len(g) != 2 || g[0].Gate != fleetupgrade.GateSoak || !g[0].Passed || g[1].Passed {
+		t.Errorf("canary gates %+v: want a passed 5s soak, then the failed gate command", g)
 	}
 	canary := rep.Waves[0].Clusters[0]
 	if canary.Name != "t-1" || canary.Result != fleetupgrade.ResultRebased || len(canary.Steps) != 1 {
