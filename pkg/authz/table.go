@@ -43,6 +43,10 @@ const (
 	// EveryTopologyKind: the kinds a ClusterClass's clusters are built of (infrastructure
 	// clusters, control planes, templates).
 	EveryTopologyKind = "<every topology-managed kind>"
+	// EveryPlannedTemplateKind: the kinds of the changed templates a topology plan carries.
+	EveryPlannedTemplateKind = "<every changed template kind>"
+	// EveryControlPlaneKind: the control plane kinds of the clusters a rollout follows.
+	EveryControlPlaneKind = "<every control plane kind>"
 )
 
 // Rule is verbs on resources of one group, on one side, in one scope.
@@ -98,6 +102,15 @@ var Commands = []Command{
 		{Management, contract.Group, []string{"machinesets"}, []string{"get", "list"}, InNamespace, "undo finds the previous revision"},
 		{Management, contract.Group, []string{"machines"}, []string{"list"}, InNamespace, "restart lists the Machines it replaces"},
 		{Management, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"get"}, ClusterWide, "the control plane kind's contract"},
+	}},
+	{Name: "topology apply", Rules: []Rule{
+		{Management, contract.Group, []string{"clusters"}, []string{"get", "list", "patch"}, ClusterWide, "the planned Clusters compared with the plan, moved (spec.topology.classRef) and followed"},
+		{Management, contract.Group, []string{"clusterclasses"}, []string{"get", "list", "create", "delete"}, ClusterWide, "the new class created (deleted again when the run is refused before its first move; --prune-old-class deletes the old one)"},
+		{Management, "*", []string{EveryPlannedTemplateKind}, []string{"get", "create", "delete"}, ClusterWide, "the changed templates created under new names (deleted again when the run is refused before its first move)"},
+		{Management, "*", []string{EveryControlPlaneKind}, []string{"get"}, ClusterWide, "each cluster's control plane, followed until done"},
+		{Management, contract.Group, []string{"machinedeployments", "machinepools", "machines"}, []string{"list"}, ClusterWide, "each cluster's workers and Machines, followed until done"},
+		{Management, "", []string{"configmaps"}, []string{"get", "create", "update"}, ClusterWide, "the rollout's audit record (a ConfigMap in capctl-system; capctl upgrade history)"},
+		{Management, "", []string{"namespaces"}, []string{"get", "create"}, ClusterWide, "capctl-system, when it does not exist yet"},
 	}},
 	{Name: "topology plan", Rules: []Rule{
 		{Management, contract.Group, []string{"clusters", "clusterclasses"}, []string{"get", "list"}, ClusterWide, "the clusters a change reaches and their classes"},
@@ -226,7 +239,7 @@ func Markdown() string {
 		"that plan could not list), so a yes is a command that passes its own checks; for the others it " +
 		"says which are left to the run.\n\n")
 	b.WriteString("Destructive commands refuse an incomplete view: `delete` names every kind it could not list, " +
-		"with the verb, before the first delete. `init`, `upgrade apply` (providers), `move`, `delete` and `rollout` check these permissions (SelfSubjectAccessReview, the `<...>` kinds expanded to the objects they will touch) before their first write, in a dry run too, and refuse with every missing permission at once and a ready Role/ClusterRole; nothing is changed. `upgrade apply --kubernetes-version` (the fleet) is not in this table: it sends each cluster's first patch as a server-side dry run before the first real one, which the API server authorizes as the patch itself.\n")
+		"with the verb, before the first delete. `init`, `upgrade apply` (providers), `move`, `delete`, `rollout` and `topology apply` check these permissions (SelfSubjectAccessReview, the `<...>` kinds expanded to the objects they will touch) before their first write, in a dry run too, and refuse with every missing permission at once and a ready Role/ClusterRole; nothing is changed. `upgrade apply --kubernetes-version` (the fleet) is not in this table: it sends each cluster's first patch as a server-side dry run before the first real one, which the API server authorizes as the patch itself.\n")
 	b.WriteString(readCommandsDoc)
 	cmds := append([]Command(nil), Commands...)
 	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/userinput"
+	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
@@ -390,8 +391,15 @@ func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.Flee
 			drifts = append(drifts, d)
 		}
 	}
+	// Before the first write: the permissions every step needs (a run that could create the
+	// class but not move a cluster, or not undo, would leave half a change).
+	for mc := range rp.classes {
+		if err := checkPermissions(ctx, members[mc], rp, rp.objects[mc]); err != nil {
+			return nil, err
+		}
+	}
 	if req.Rollback {
-		return rollback(ctx, e, req, rp, infos, members)
+		return rollback(ctx, e, req, rp, infos)
 	}
 	if len(drifts) > 0 {
 		return nil, &fleetupgrade.DriftError{Path: req.Plan, Before: "before the first write", Drifts: drifts,
@@ -433,8 +441,9 @@ func Apply(ctx context.Context, e env.Env, req ApplyRequest) (*fleetupgrade.Flee
 
 // rollback moves the plan's clusters that are on the new class back onto the old one, through
 // the engine (Rebase the other way; generations are not compared: the rebase changed them). A
-// cluster on neither class, gone or recreated is refused before any write.
-func rollback(ctx context.Context, e env.Env, req ApplyRequest, rp *rebasePlan, infos []fleetupgrade.ClusterInfo, members map[string]*cluster.Client) (*fleetupgrade.FleetApplyReport, error) {
+// cluster on neither class, gone or recreated is refused before any write. The old class exists:
+// checkPermissions read it.
+func rollback(ctx context.Context, e env.Env, req ApplyRequest, rp *rebasePlan, infos []fleetupgrade.ClusterInfo) (*fleetupgrade.FleetApplyReport, error) {
 	back := fleetupgrade.Rebase{Namespace: rp.namespace, From: rp.to, To: rp.from}
 	for _, c := range rp.rebase.Clusters {
 		c.Generation = 0
@@ -443,13 +452,6 @@ func rollback(ctx context.Context, e env.Env, req ApplyRequest, rp *rebasePlan, 
 	if drifts := back.Drift(infos); len(drifts) > 0 {
 		return nil, &fleetupgrade.DriftError{Path: req.Plan, Before: "before the rollback's first write", Drifts: drifts,
 			Remedy: "the rollback moves only the plan's clusters that are on the new class or the old one"}
-	}
-	for mc := range rp.classes {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(classGVK)
-		if err := members[mc].Get(ctx, types.NamespacedName{Namespace: rp.namespace, Name: rp.from}, u); err != nil {
-			return nil, fmt.Errorf("the rollback needs the old ClusterClass %s/%s: %w", rp.namespace, rp.from, err)
-		}
 	}
 	e.Stepf("Rolling back %d cluster(s) from ClusterClass %s/%s to %s", len(back.Clusters), rp.namespace, rp.to, rp.from)
 	return fleetupgrade.Roll(ctx, e, fleetupgrade.FleetApplyRequest{Rebase: &back, Rollout: req.Rollout, NoWait: req.NoWait, Timeout: req.Timeout, PollInterval: req.PollInterval, Health: req.Health})
@@ -488,6 +490,40 @@ func pruneClass(ctx context.Context, c *cluster.Client, namespace, name string, 
 	}
 	progress("Deleted the old ClusterClass %s/%s: no Cluster uses it (its templates were left)", namespace, name)
 	return nil
+}
+
+// checkPermissions checks the "topology apply" permissions (pkg/authz's table) on one management
+// cluster, its placeholders filled from the plan: the changed templates' kinds and the control
+// plane kind of the old class.
+func checkPermissions(ctx context.Context, c *cluster.Client, rp *rebasePlan, objs []*unstructured.Unstructured) error {
+	var templates []unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() != "ClusterClass" {
+			templates = append(templates, *o)
+		}
+	}
+	tmplRes, err := authz.Resources(c.Mapper, templates)
+	if err != nil {
+		return err
+	}
+	class := &unstructured.Unstructured{}
+	class.SetGroupVersionKind(classGVK)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: rp.namespace, Name: rp.from}, class); apierrors.IsNotFound(err) {
+		return fmt.Errorf("ClusterClass %s/%s, the class the plan was made from, does not exist: a rollback needs it (it is where the clusters go back to)", rp.namespace, rp.from)
+	} else if err != nil {
+		return fmt.Errorf("reading ClusterClass %s/%s: %w", rp.namespace, rp.from, err)
+	}
+	apiVersion, _, _ := unstructured.NestedString(class.Object, "spec", "controlPlane", "templateRef", "apiVersion")
+	kind, _, _ := unstructured.NestedString(class.Object, "spec", "controlPlane", "templateRef", "kind")
+	cp := &unstructured.Unstructured{}
+	cp.SetAPIVersion(apiVersion)
+	cp.SetKind(strings.TrimSuffix(kind, "Template")) // the object a control plane template stamps
+	cpRes, err := authz.Resources(c.Mapper, []unstructured.Unstructured{*cp})
+	if err != nil {
+		return fmt.Errorf("the control plane kind of ClusterClass %s/%s: %w", rp.namespace, rp.from, err)
+	}
+	x := authz.Expansion{Kinds: map[string][]string{authz.EveryPlannedTemplateKind: tmplRes, authz.EveryControlPlaneKind: cpRes}}
+	return authz.Preflight(ctx, "topology apply", x, authz.Cluster{Side: authz.Management, Client: c, Host: c.Config.Host})
 }
 
 // classDrift says how the live class differs from the plan's, or "".

@@ -109,6 +109,15 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 		t.Errorf("the undo is not reported:\n%s", got)
 	}
 
+	// Without a permission a step needs (here: creating ClusterClasses), refused before the first
+	// write, naming it.
+	te.GrantAllBut(t, "no-class-create", map[string][]string{"clusterclasses.cluster.x-k8s.io": {"create"}})
+	before = testenv.Snapshot(t, te.Client)
+	if _, err := topology.Apply(ctx, env.One(te.User(t, "no-class-create")), req); err == nil || !strings.Contains(err.Error(), "clusterclasses") || !strings.Contains(err.Error(), "create") {
+		t.Errorf("without create on ClusterClasses: %v", err)
+	}
+	testenv.Unchanged(t, te.Client, before, "a topology apply refused for a missing permission")
+
 	// A class of the new name not made from this plan: refused, and the template this run
 	// created before it is deleted again.
 	foreign := class.DeepCopy()
@@ -206,7 +215,7 @@ func TestApplyCreatesRebasesAndResumes(t *testing.T) {
 	// A rollback needs the old class.
 	back := req
 	back.Rollback = true
-	if _, err := topology.Apply(ctx, e, back); err == nil || !strings.Contains(err.Error(), "the rollback needs the old ClusterClass fleet/in-memory") {
+	if _, err := topology.Apply(ctx, e, back); err == nil || !strings.Contains(err.Error(), "ClusterClass fleet/in-memory, the class the plan was made from, does not exist: a rollback needs it") {
 		t.Errorf("a rollback without the old class: %v", err)
 	}
 	for n, g := range gens {
