@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -119,17 +118,13 @@ func LoadPlan(ctx context.Context, path string) (*PlanFile, error) {
 	if pf.APIVersion != PlanFileAPIVersion || pf.Kind != PlanFileKind {
 		return nil, fmt.Errorf("plan file %s is apiVersion %q kind %q: topology apply reads apiVersion %s kind %s", path, pf.APIVersion, pf.Kind, PlanFileAPIVersion, PlanFileKind)
 	}
-	got := pf.Digest
-	pf.Digest = ""
-	raw, err := json.Marshal(pf)
+	want, err := pf.digest()
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
-		return nil, fmt.Errorf("plan file %s was edited after it was saved (it says digest %s, its content is %s): make and review a new plan", path, orNone(got), want)
+	if pf.Digest != want {
+		return nil, fmt.Errorf("plan file %s was edited after it was saved (it says digest %s, its content is %s): make and review a new plan", path, orNone(pf.Digest), want)
 	}
-	pf.Digest = got
 	return pf, nil
 }
 

@@ -44,6 +44,18 @@ type LiveObject struct {
 	Generation        int64  `json:"generation"`
 }
 
+// digest is the file's digest: the sha256 of its JSON with Digest empty (what savePlan writes and
+// LoadPlan checks).
+func (pf PlanFile) digest() (string, error) {
+	pf.Digest = ""
+	data, err := json.Marshal(pf)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
 func savePlan(path string, res *PlanResult, objs []*unstructured.Unstructured) error {
 	pf := PlanFile{APIVersion: PlanFileAPIVersion, Kind: PlanFileKind, Inputs: res.Inputs, Clusters: res.Clusters, Live: res.live, Objects: []unstructured.Unstructured{}}
 	for _, u := range objs {
@@ -52,13 +64,12 @@ func savePlan(path string, res *PlanResult, objs []*unstructured.Unstructured) e
 	if pf.Live == nil {
 		pf.Live = []LiveObject{}
 	}
-	data, err := json.Marshal(pf)
+	digest, err := pf.digest()
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
-	pf.Digest = "sha256:" + hex.EncodeToString(sum[:])
-	data, err = json.MarshalIndent(pf, "", "  ")
+	pf.Digest = digest
+	data, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
 		return err
 	}
