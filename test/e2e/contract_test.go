@@ -117,32 +117,7 @@ func TestBlueGreenAcrossContractsLive(t *testing.T) {
 		t.Errorf("the dry run lists no conversion to v1beta2:\n%s", out)
 	}
 
-	// Hand the infrastructure over as soon as the target holds the cluster unpaused, while the
-	// move's settle check watches it there. The hand-over falls inside the settle period, so the
-	// period is 3 minutes rather than the default one: a loaded CI run ended the default minute
-	// with the target's CAPD not yet reporting the cluster Available again.
-	handed := make(chan error, 1)
-	hctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	go func() {
-		for hctx.Err() == nil {
-			if u, err := getCluster(hctx, dst, ns, "old-1"); err == nil {
-				if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); !p {
-					handed <- e.host.MoveCAPD(hctx, dst)
-					return
-				}
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		handed <- hctx.Err()
-	}()
-	out = e.mustCapctl(src, "move", "-n", ns, "--accept-conversion-loss", "--settle", "3m", "--to-kubeconfig", dst.Kubeconfig)
-	if !strings.Contains(out, "Settled:") {
-		t.Errorf("the move did not report its settle check:\n%s", out)
-	}
-	if err := <-handed; err != nil {
-		t.Fatalf("handing the infrastructure over to %s: %v", dst.Name, err)
-	}
+	e.moveHandingOver(src, dst, ns, "old-1", "--accept-conversion-loss")
 	e.waitAvailable(dst, ns, "old-1", 5*time.Minute)
 	if gvk := servedClusterGVK(dst); gvk.Version != "v1beta2" {
 		t.Errorf("the target serves Cluster at %s, want v1beta2", gvk.Version)

@@ -49,11 +49,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	capctlBin = filepath.Join(dir, "capctl")
-	build := exec.Command("go", "build", "-o", capctlBin, "./cmd/capctl")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building capctl: %v\n%s", err, out)
+	if capctlBin, err = testenv.CapctlBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	// The cluster budget, not -parallel, bounds how many tests run at once.
@@ -156,6 +153,46 @@ func (e *e2e) mustCapctl(c *livemgmt.Cluster, args ...string) string {
 	out, err := e.capctl(c, args...)
 	if err != nil {
 		e.t.Fatalf("capctl %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// moveHandingOver runs `capctl move -n ns --settle 3m --to-kubeconfig dst` (args added) from src
+// and, as a real move hands the infrastructure over, hands cluster name's in-memory machines to
+// dst's CAPD (Host.MoveCAPD) as soon as dst holds the Cluster unpaused: inside the move's settle
+// check, which then watches the target's controllers with their infrastructure. Handed over
+// after the move instead, the target's controllers spend the settle period without it, and a
+// loaded CI run ended the default minute with the cluster not Available there (the check's
+// finding, true of that order). The period is 3 minutes: the hand-over and the controllers'
+// next reconcile fall inside it on a loaded machine.
+func (e *e2e) moveHandingOver(src, dst *livemgmt.Cluster, ns, name string, args ...string) string {
+	e.t.Helper()
+	handed := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if u, err := getCluster(ctx, dst, ns, name); err == nil {
+				if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); !p {
+					handed <- e.host.MoveCAPD(ctx, dst)
+					return
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		handed <- ctx.Err()
+	}()
+	out, err := e.capctl(src, append([]string{"move", "-n", ns, "--settle", "3m", "--to-kubeconfig", dst.Kubeconfig}, args...)...)
+	if err != nil {
+		cancel()
+		<-handed
+		e.t.Fatalf("capctl move -n %s to %s: %v", ns, dst.Name, err)
+	}
+	if !strings.Contains(out, "Settled:") {
+		e.t.Errorf("the move did not report its settle check:\n%s", out)
+	}
+	if err := <-handed; err != nil {
+		e.t.Fatalf("handing the infrastructure of %s/%s over to %s: %v", ns, name, dst.Name, err)
 	}
 	return out
 }

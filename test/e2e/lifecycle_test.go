@@ -133,7 +133,7 @@ func TestMoveLiveCluster(t *testing.T) {
 	defer cancel()
 	w := watchPause(ctx, t, src, ns, "wl-move")
 
-	e.mustCapctl(src, "move", "-n", ns, "--to-kubeconfig", dst.Kubeconfig)
+	e.moveHandingOver(src, dst, ns, "wl-move")
 	cancel()
 	w.wait()
 	if !w.sawPause {
@@ -146,10 +146,6 @@ func TestMoveLiveCluster(t *testing.T) {
 		t.Logf("scale-up during the pause: %s", w.scaleErr)
 	}
 
-	// CAPD follows the cluster to the target, as a real move hands the infrastructure over.
-	if err := e.host.MoveCAPD(context.Background(), dst); err != nil {
-		t.Fatal(err)
-	}
 	e.waitAvailable(dst, ns, "wl-move", 5*time.Minute)
 	if u, err := getCluster(context.Background(), dst, ns, "wl-move"); err == nil {
 		if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); p {

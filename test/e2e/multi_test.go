@@ -59,10 +59,7 @@ func TestThreeManagementClustersLive(t *testing.T) {
 	checkOwnCAPD(ctx, t, e.clusters)
 
 	before := machineIDs(ctx, t, m1, moving)
-	e.mustCapctl(m1, "move", "-n", moving, "--to-kubeconfig", m2.Kubeconfig)
-	if err := e.host.MoveCAPD(ctx, m2); err != nil {
-		t.Fatal(err)
-	}
+	e.moveHandingOver(m1, m2, moving, "mv-1")
 	parallel(
 		func() { e.waitAvailableE(m2, moving, "mv-1", 5*time.Minute) },
 		func() { e.waitAvailableE(m2, own2, "b-1", 5*time.Minute) },
