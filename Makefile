@@ -96,19 +96,25 @@ live-bins: envtest-bins ## Build the Cluster API managers (every set), kube-cont
 demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and kube-controller-manager (idempotent)
 	@CAPI_SETS="$(CAPI_DEMO_SETS)" K8S_VERSION=$(K8S_VERSION) CAPCTL_ENVTEST_DIR="$(CAPCTL_ENVTEST_DIR)" hack/live-bins.sh
 
-test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp-tools ## Run every tier: go vet, unit and integration, and e2e beside them (the CI command)
-	@TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
+# The capctl binary the tests run as a child process, built once per run before the tests start
+# (testenv.CapctlBinaryEnv) rather than once in each test package that runs it.
+WITH_TEST_BINARY = bin="$$(mktemp -d)/capctl" && trap 'rm -rf "$$(dirname "$$bin")"' EXIT && \
+	go build -o "$$bin" ./cmd/capctl && export CAPCTL_TEST_BINARY="$$bin" &&
+
+test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp-tools ## Run every tier: e2e, go vet (and the Windows build) and integration side by side (the CI command)
+	@$(WITH_TEST_BINARY) TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
-	  integration "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl && go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
+	  vet "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl" \
+	  integration "go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)"
 
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
 
 integration: fixtures envtest-bins clusterctl-bin operator-plugin mcp-tools ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
-	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
+	@$(WITH_TEST_BINARY) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 e2e: fixtures live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
-	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
+	@$(WITH_TEST_BINARY) go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 bench: envtest-bins clusterctl-bin ## Run the benchmarks (real API servers; clusterctl side by side) and print their figures
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...

@@ -34,12 +34,7 @@ func TestDemoScript(t *testing.T) {
 			t.Errorf("hack/demo.sh contains %q: the controllers write status and the webhooks stay", banned)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "capctl")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building capctl: %v\n%s", err, out)
-	}
+	bin := testenv.BuildCapctl(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()

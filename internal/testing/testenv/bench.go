@@ -138,15 +138,36 @@ func vmHWM(status string) float64 {
 	return 0
 }
 
-// BuildCapctl builds the capctl command into a temporary folder of the test and returns its path,
-// for tests and benchmarks that run it as a child process (so its peak RSS is its own).
-func BuildCapctl(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "capctl")
+// CapctlBinaryEnv names the capctl binary `make test` builds once, before its tiers start, for
+// every test that runs the command as a child process. Each test package linking its own cost
+// about 14 CPU-s, and over two minutes of wall time each on a loaded 2-core run.
+const CapctlBinaryEnv = "CAPCTL_TEST_BINARY"
+
+// CapctlBinary is the capctl the tests run as a child process: $CAPCTL_TEST_BINARY when set,
+// else capctl built from this checkout into dir (a plain `go test`).
+func CapctlBinary(dir string) (string, error) {
+	if bin := os.Getenv(CapctlBinaryEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("$%s: %w (unset it to build capctl in the test)", CapctlBinaryEnv, err)
+		}
+		return bin, nil
+	}
+	bin := filepath.Join(dir, "capctl")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/capctl")
 	cmd.Dir = RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building capctl: %v\n%s", err, out)
+		return "", fmt.Errorf("building capctl: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// BuildCapctl is CapctlBinary for a test: a temporary folder of the test, a build failure fatal.
+// Tests and benchmarks run the binary as a child process (so its peak RSS is its own).
+func BuildCapctl(tb testing.TB) string {
+	tb.Helper()
+	bin, err := CapctlBinary(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return bin
 }
