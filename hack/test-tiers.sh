@@ -22,7 +22,9 @@ start=$(date +%s)
 set -m
 while (( $# )); do
   names+=("$1") logs+=("$dir/$1.log")
-  bash -c "$2" >"$dir/$1.log" 2>&1 &
+  # Created here, before the leg starts, so that tail finds the last leg's log however soon it ends.
+  : >"$dir/$1.log"
+  bash -c "$2" >>"$dir/$1.log" 2>&1 &
   pids+=($!)
   echo "test-tiers: $1 started (log $dir/$1.log): $2"
   shift 2
