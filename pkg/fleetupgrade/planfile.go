@@ -2,8 +2,6 @@ package fleetupgrade
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capctl/capctl/internal/digest"
 	"github.com/capctl/capctl/internal/output"
 	"github.com/capctl/capctl/internal/userinput"
 )
@@ -70,16 +69,11 @@ func newPlanFile(plan *FleetPlan, sel FleetSelection, managementClusters []strin
 	return pf, nil
 }
 
-// digest is the SHA-256 of the canonical content: the JSON encoding of the file with an empty
-// digest (encoding/json writes struct fields in declaration order and map keys sorted).
+// digest is the digest of the canonical content: the JSON encoding of the file with an empty
+// digest.
 func (pf PlanFile) digest() (string, error) {
 	pf.Digest = ""
-	data, err := json.Marshal(pf)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return digest.JSON(pf)
 }
 
 // savePlanFile writes the plan to path through the project's private-file writer (0600) and

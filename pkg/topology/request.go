@@ -5,8 +5,6 @@ package topology
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/capctl/capctl/internal/digest"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/repository"
@@ -185,7 +184,6 @@ func (in *inputs) add(u *unstructured.Unstructured, source string, seen map[stri
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
-	in.list = append(in.list, Input{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Source: source, Digest: "sha256:" + hex.EncodeToString(sum[:])})
+	in.list = append(in.list, Input{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Source: source, Digest: digest.Bytes(data)})
 	return nil
 }

@@ -1,13 +1,12 @@
 package topology
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capctl/capctl/internal/digest"
 	"github.com/capctl/capctl/internal/output"
 )
 
@@ -48,12 +47,7 @@ type LiveObject struct {
 // LoadPlan checks).
 func (pf PlanFile) digest() (string, error) {
 	pf.Digest = ""
-	data, err := json.Marshal(pf)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return digest.JSON(pf)
 }
 
 func savePlan(path string, res *PlanResult, objs []*unstructured.Unstructured) error {
