@@ -90,6 +90,17 @@ const (
 	ResultInterrupted = "Interrupted"
 )
 
+// resultDone reports whether a cluster's result says the change is done with it: this run
+// changed it (each change has its own word: Upgraded, Rotated, Rebased) or found it done
+// already. These are the clusters a soak watches.
+func resultDone(result string) bool {
+	switch result {
+	case ResultUpgraded, ResultRotated, ResultRebased, ResultUpToDate:
+		return true
+	}
+	return false
+}
+
 // FleetApplyReport is what the fleet apply did, wave by wave.
 type FleetApplyReport struct {
 	KubernetesVersion string `json:"kubernetesVersion"`

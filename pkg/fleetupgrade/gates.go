@@ -63,18 +63,24 @@ const gateOutputMax = 16 << 10
 // errSoakFinding ends the soak's poll when a cluster fails it.
 var errSoakFinding = errors.New("soak finding")
 
+// soaked are the wave's clusters a soak watches: those the change is done with.
+func soaked(w FleetWave, wr *FleetWaveReport) []ClusterUpgrade {
+	var out []ClusterUpgrade
+	for i, cu := range w.Clusters {
+		if resultDone(wr.Clusters[i].Result) {
+			out = append(out, cu)
+		}
+	}
+	return out
+}
+
 // soak watches the wave's clusters for Rollout.Soak: each must stay Available, none of its
 // Machines may be marked unhealthy or remediated by a MachineHealthCheck, and `capctl diagnose`'s
 // rules may find nothing new about it (what they found when the soak began is its baseline).
 // The first problem stops the soak, naming the cluster, what was found and the evidence.
 func (a *fleetApplier) soak(ctx context.Context, w FleetWave, wr *FleetWaveReport) (GateResult, *FleetStop) {
 	d := time.Duration(a.req.Rollout.Soak)
-	var clusters []ClusterUpgrade
-	for i, cu := range w.Clusters {
-		if r := wr.Clusters[i].Result; r == ResultUpgraded || r == ResultRotated || r == ResultUpToDate {
-			clusters = append(clusters, cu)
-		}
-	}
+	clusters := soaked(w, wr)
 	a.req.Progress("Wave %s: soaking %s: %d cluster(s) must stay Available, without MachineHealthCheck remediation or a new diagnose finding", w.Name(), d, len(clusters))
 	start := time.Now()
 	baseline := map[string]map[string]bool{}
