@@ -560,6 +560,10 @@ func createObjects(ctx context.Context, mc string, c *cluster.Client, objs []*un
 			renameRefs(o.Object["spec"], rp.renamed)
 		}
 		what := fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		if mc != "" {
+			// Over several management clusters each creates its own copy: say whose.
+			what += " on " + mc
+		}
 		found, err := reusable(ctx, c, o, rp.file.Digest, what)
 		if err != nil {
 			return made, err

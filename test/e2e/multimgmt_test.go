@@ -38,7 +38,8 @@ func (e *e2e) useContexts() {
 //     SIGINT right after its first patch leaves the second wave untouched, and the same command
 //     again finishes every cluster without patching anything twice;
 //   - rebases the four onto a changed ClusterClass with `topology apply` over the three
-//     (rebaseAcrossContextsLive): wave 1 stopped by a failing gate, the same command finishing;
+//     (rebaseAcrossContextsLive): a canary and a 30 s soak stopped by a failing gate, the gate
+//     fixed and the run interrupted by SIGINT in the second wave, the same command finishing;
 //   - with mgmt-3's infrastructure manager (CAPD) stopped, diagnose names mgmt-3 and that
 //     provider, and exits 2;
 //   - with mgmt-2's API server stopped, exits 3 with mgmt-2 unreachable and the other two

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -24,12 +27,11 @@ import (
 // rebaseLive rolls a ClusterClass change out as a rebase (`topology apply --plan`) on the live
 // clusters of TestTopologyPlanLive, with the real topology controller doing the work: a worker
 // template change is planned and saved; a cluster changed after the plan refuses the apply,
-// naming it, with nothing created; a new plan applied with --canary 1, a soak and a failing gate moves
-// only the canary, whose worker Machines the controllers replace as predicted; once the gate
-// passes the same command, interrupted (SIGINT) in the second wave and run again, moves the
-// others, none twice and not the canary again; the old class is untouched,
-// and the history holds both runs with the predictions that held. --rollback then moves the
-// canary back (its workers rolled back by the controllers) before the failing gate stops it.
+// naming it, with nothing created; a new plan applied with --canary 1, a soak and a failing gate
+// moves only the canary, whose worker Machines the controllers replace as predicted, and the
+// history records it; --rollback then moves the canary back (its workers rolled back by the
+// controllers) and leaves the others alone. (The interrupted and resumed rollout of a whole
+// fleet is rebaseAcrossContextsLive's.)
 func rebaseLive(t *testing.T, tp *topoPlan) {
 	ctx := context.Background()
 	c := tp.c
@@ -140,6 +142,9 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if err == nil {
 		t.Fatalf("the failing gate did not stop the rebase:\n%s", out)
 	}
+	if !strings.Contains(out, "Wave canary: soaking 5s: 1 cluster(s) must stay Available") {
+		t.Errorf("the canary's soak did not watch the canary:\n%s", out)
+	}
 	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
 	to := strings.TrimPrefix(rep.ClassRebase, tp.ns+"/in-memory -> ")
 	if !strings.HasPrefix(to, "in-memory-") || rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand ||
@@ -162,125 +167,77 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	if !added(machinesBefore["t-1"].ms, tp.machines("t-1").ms) || added(machinesBefore["t-2"].ms, tp.machines("t-2").ms) {
 		t.Errorf("after the canary: t-1's MachineSets %v -> %v, t-2's %v -> %v", machinesBefore["t-1"].ms, tp.machines("t-1").ms, machinesBefore["t-2"].ms, tp.machines("t-2").ms)
 	}
-	canaryMachines := tp.machines("t-1")
 
-	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+	var recs []fleetupgrade.RolloutRecord
+	if err := json.Unmarshal([]byte(tp.e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}
-	// The gate passes now: the same command, interrupted (SIGINT) once the second wave has moved
-	// a cluster, then run again to the end.
-	start = time.Now()
-	run := tp.e.startCapctl(c, args...)
-	if !run.waitOutput(": moved to ClusterClass "+to, 5*time.Minute) {
-		_, stderr, err := run.wait()
-		t.Fatalf("the second wave moved no cluster (exit %v):\n%s", err, stderr)
+	if len(recs) != 1 || recs[0].Name != rep.Record || recs[0].ClassRebase != rep.ClassRebase || recs[0].State != fleetupgrade.RolloutStopped {
+		t.Fatalf("history %+v", recs)
 	}
-	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
+	if c := recs[0].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
+		t.Errorf("the record of the canary %+v: want the prediction that held", c)
 	}
-	stdout, stderr, err := run.wait()
-	if exitCode(err) != 1 || !strings.Contains(stderr, "interrupted after the patch under way: run the same command again") {
-		t.Fatalf("interrupted rebase: exit %v\n%s", err, stderr)
-	}
-	intr := parseFleetReport(t, stdout)
-	movedBefore := map[string]int64{}
+
+	// --rollback after the canary: it moves back onto the old class and the controllers roll its
+	// workers back; the others, on the old class still, are left as they are.
+	beforeBack := tp.machines("t-1")
+	othersBefore := map[string]int64{}
 	for _, n := range []string{"t-2", "t-3"} {
-		if classOf(n) == to {
-			u, err := getCluster(ctx, c, tp.ns, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			movedBefore[n] = u.GetGeneration()
+		u, err := getCluster(ctx, c, tp.ns, n)
+		if err != nil {
+			t.Fatal(err)
 		}
+		othersBefore[n] = u.GetGeneration()
 	}
-	if !intr.Interrupted || len(movedBefore) == 0 || intr.Waves[0].Clusters[0].Result != fleetupgrade.ResultUpToDate {
-		t.Fatalf("interrupted rebase: report %+v, moved %v", intr, movedBefore)
-	}
-	rep2 := fleetReport(t, tp.e.mustCapctl(c, args...))
-	second := time.Since(start)
-	for _, w := range rep2.Waves {
+	start = time.Now()
+	back := fleetReport(t, tp.e.mustCapctl(c, "topology", "apply", "--plan", path, "--rollback", "--timeout", "8m", "-o", "json"))
+	for _, w := range back.Waves {
 		for _, cl := range w.Clusters {
-			switch {
-			case cl.Name == "t-1" && cl.Result != fleetupgrade.ResultUpToDate:
-				t.Errorf("resumed rebase: the canary %s, want %s", cl.Result, fleetupgrade.ResultUpToDate)
-			case cl.Name != "t-1" && cl.Result != fleetupgrade.ResultRebased && cl.Result != fleetupgrade.ResultUpToDate:
-				t.Errorf("resumed rebase: %s %s", cl.Name, cl.Result)
+			want := fleetupgrade.ResultUpToDate
+			if cl.Name == "t-1" {
+				want = fleetupgrade.ResultRebased
 			}
-			for _, st := range cl.Steps {
-				// A cluster moved by this run says whether the prediction held; one moved by the
-				// interrupted run is only followed (which Machines that run replaced is unknown).
-				if _, early := movedBefore[cl.Name]; early == (len(st.Patched) > 0) || (!early && (st.PredictionHeld == nil || !*st.PredictionHeld)) {
-					t.Errorf("resumed rebase: %s step %+v (moved by the interrupted run: %v)", cl.Name, st, early)
-				}
+			if cl.Result != want {
+				t.Errorf("rollback: %s %s, want %s", cl.Name, cl.Result, want)
 			}
 		}
 	}
-	for n, g := range movedBefore {
-		if u, err := getCluster(ctx, c, tp.ns, n); err != nil || u.GetGeneration() != g {
-			t.Errorf("the resume moved %s again: generation %d after the interrupted run, now %d (%v)", n, g, u.GetGeneration(), err)
-		}
+	if back.ClassRebase != tp.ns+"/"+to+" -> in-memory" {
+		t.Errorf("rollback %q", back.ClassRebase)
 	}
 	for _, n := range tp.names {
-		if got := classOf(n); got != to {
-			t.Errorf("%s uses ClusterClass %s after the rebase, want %s", n, got, to)
+		if got := classOf(n); got != "in-memory" {
+			t.Errorf("%s uses ClusterClass %s after the rollback, want in-memory", n, got)
 		}
 	}
-	// (The controller deletes the canary's old, empty MachineSet meanwhile: only a new one would
-	// be a second rollout.)
-	if now := tp.machines("t-1"); added(canaryMachines.ms, now.ms) {
-		t.Errorf("the resume rolled the canary again: %v -> %v", canaryMachines.ms, now.ms)
+	for n, g := range othersBefore {
+		if u, err := getCluster(ctx, c, tp.ns, n); err != nil || u.GetGeneration() != g {
+			t.Errorf("the rollback changed %s, which the canary run had not moved: generation %d -> %d (%v)", n, g, u.GetGeneration(), err)
+		}
+	}
+	if !added(beforeBack.ms, tp.machines("t-1").ms) {
+		t.Errorf("the rollback did not roll the canary's workers back: MachineSets %v -> %v", beforeBack.ms, tp.machines("t-1").ms)
 	}
 	old := &unstructured.Unstructured{}
 	old.SetGroupVersionKind(classGVK)
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: tp.ns, Name: "in-memory"}, old); err != nil || old.GetGeneration() != liveClass.GetGeneration() {
 		t.Errorf("the old class: %v, generation %d (was %d)", err, old.GetGeneration(), liveClass.GetGeneration())
 	}
-	t.Logf("rebase of %d clusters onto %s: canary run %s (stopped at the gate), interrupted and resumed run %s (SIGINT after %v moved)", len(tp.names), to, first.Round(time.Second), second.Round(time.Second), movedBefore)
-
-	var recs []fleetupgrade.RolloutRecord
-	if err := json.Unmarshal([]byte(tp.e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 3 || recs[0].Name != rep2.Record || recs[1].Name != intr.Record || recs[2].Name != rep.Record || recs[0].ClassRebase != rep.ClassRebase ||
-		recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutInterrupted || recs[2].State != fleetupgrade.RolloutStopped {
-		t.Fatalf("history %+v", recs)
-	}
-	if c := recs[2].Waves[0].Clusters[0]; c.PredictionHeld == nil || !*c.PredictionHeld || strings.Join(c.Predicted, ",") != "MachineDeployment md-0" {
-		t.Errorf("the record of the canary %+v: want the prediction that held", c)
-	}
-
-	// --rollback with the failing gate again: the canary moves back onto the old class, the
-	// controllers roll its workers back, and the gate stops the others where they are.
-	if err := os.Remove(ok); err != nil {
-		t.Fatal(err)
-	}
-	beforeBack := tp.machines("t-1")
-	start = time.Now()
-	out, err = tp.e.capctl(c, append(args, "--rollback")...)
-	if err == nil {
-		t.Fatalf("the failing gate did not stop the rollback:\n%s", out)
-	}
-	back := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
-	if cl := back.Waves[0].Clusters[0]; back.ClassRebase != tp.ns+"/"+to+" -> in-memory" || cl.Name != "t-1" || cl.Result != fleetupgrade.ResultRebased ||
-		back.Stop == nil || strings.Join(back.Stop.Details, "") != "smoke test failed on topo/t-1 ("+to+" -> in-memory)" {
-		t.Errorf("rollback %q: canary %+v, stop %+v", back.ClassRebase, cl, back.Stop)
-	}
-	if got := []string{classOf("t-1"), classOf("t-2"), classOf("t-3")}; got[0] != "in-memory" || got[1] != to || got[2] != to {
-		t.Errorf("after the rollback's canary the clusters use %v", got)
-	}
-	if !added(beforeBack.ms, tp.machines("t-1").ms) {
-		t.Errorf("the rollback did not roll the canary's workers back: MachineSets %v -> %v", beforeBack.ms, tp.machines("t-1").ms)
-	}
-	t.Logf("rollback of the canary: %s", time.Since(start).Round(time.Second))
+	t.Logf("rebase of the canary onto %s: %s (its soak and the failing gate included); its rollback %s", to, first.Round(time.Second), time.Since(start).Round(time.Second))
 }
 
-// rebaseAcrossContextsLive: the fleet of TestFleetOverManagementClustersLive (four ClusterClass
-// clusters, waves 1 and 2, over three management clusters, each with its own "in-memory"
-// class) rebased onto a class whose patch changes the control plane's kubeadm configuration:
-// one plan over every context, saved; the apply over every context creates the class on each
-// management cluster, moves wave 1 (two management clusters) and stops at the failing gate with
-// wave 2 untouched; the same command with the gate passing moves wave 2; every control plane was
-// replaced by its own controllers, as predicted, and each management cluster keeps the record.
+// rebaseAcrossContextsLive is the ClusterClass rollout of the issue that asked for it, on the
+// fleet of TestFleetOverManagementClustersLive (four ClusterClass clusters over three management
+// clusters, each with its own "in-memory" class): the upgrade's wave labels removed and one
+// worker added to each cluster, a class change that rolls the control plane (a patch of its
+// kubeadm configuration) and the MachineDeployments (a new worker template) is planned once over
+// every context and saved; `topology apply --plan --all-contexts --canary 1 --soak 30s` with a
+// failing gate rebases the canary alone, which the controllers roll as predicted, and stops; with
+// the gate fixed the same command is interrupted (SIGINT) once the second wave has moved a
+// cluster, and run again: every cluster ends on the new class with its Machines replaced by its
+// own management cluster's controllers, none moved twice, the canary not rolled again, and each
+// management cluster's history holds the three runs.
 func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 	t := e.t
 	ctx := context.Background()
@@ -288,7 +245,47 @@ func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 	for _, c := range e.clusters {
 		byName[c.Name] = c
 	}
+	keys := slices.Sorted(maps.Keys(where))
+	nameOf := func(key string) string { return strings.TrimPrefix(key, ns+"/") }
 	tp := &topoPlan{e: e, c: e.clusters[0], ns: ns, dir: t.TempDir()}
+
+	// --canary makes the first wave itself: the upgrade's wave labels go. A worker for each
+	// cluster, so that the MachineDeployments' rollout replaces Machines.
+	workers := []byte(`[{"op":"add","path":"/spec/topology/workers/machineDeployments/0/replicas","value":1}]`)
+	unlabel, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{fleetupgrade.PlainWaveLabel: nil}}})
+	for _, key := range keys {
+		c := byName[where[key]]
+		u, err := getCluster(ctx, c, ns, nameOf(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, unlabel)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, workers)); err != nil {
+			t.Fatalf("adding a worker to %s: %v", key, err)
+		}
+	}
+	var waits []func()
+	for _, c := range e.clusters {
+		n := 0
+		for _, mc := range where {
+			if mc == c.Name {
+				n++
+			}
+		}
+		waits = append(waits, func() { waitMachinesAvailable(t, c, ns, 2*n, 5*time.Minute) })
+	}
+	parallel(waits...)
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, key := range keys {
+		e.waitAvailable(byName[where[key]], ns, nameOf(key), 5*time.Minute)
+	}
+
+	// The change: a patch of the control plane's kubeadm configuration, and a worker template
+	// whose machines boot in 4 s instead of the tests' 3 s (templates are immutable, so a new one).
 	class := tp.live(classGVK, "in-memory")
 	patches, _, _ := unstructured.NestedSlice(class.Object, "spec", "patches")
 	patches = append(patches, map[string]any{"name": "control-plane-san", "definitions": []any{map[string]any{
@@ -297,12 +294,23 @@ func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 		"jsonPatches": []any{map[string]any{"op": "add", "path": "/spec/template/spec/kubeadmConfigSpec/clusterConfiguration/apiServer/certSANs/-", "value": "regions.example"}},
 	}}})
 	_ = unstructured.SetNestedSlice(class.Object, patches, "spec", "patches")
-	b, err := sigsyaml.Marshal(class.Object)
-	if err != nil {
-		t.Fatal(err)
+	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	workerRef, _, _ := unstructured.NestedString(mds[0].(map[string]any), "infrastructure", "templateRef", "name")
+	worker := tp.live(gvk("infrastructure.cluster.x-k8s.io", "DevMachineTemplate"), workerRef)
+	worker.SetName(workerRef + "-regions")
+	_ = unstructured.SetNestedField(worker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
+	_ = unstructured.SetNestedField(mds[0].(map[string]any), worker.GetName(), "infrastructure", "templateRef", "name")
+	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+	var docs []string
+	for _, o := range []*unstructured.Unstructured{worker, class} {
+		b, err := sigsyaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
 	}
 	change := filepath.Join(tp.dir, "class.yaml")
-	if err := os.WriteFile(change, b, 0o600); err != nil {
+	if err := os.WriteFile(change, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(tp.dir, "plan.json")
@@ -315,64 +323,167 @@ func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 		t.Fatalf("plan: %v, %d clusters (want %d)", err, len(res.Clusters), len(where))
 	}
 	for _, cp := range res.Clusters {
-		if !cp.ControlPlane.RollsOut || cp.ManagementCluster != where[cp.Namespace+"/"+cp.Name] {
-			t.Fatalf("plan of %s on %s: control plane rolls %v; want it to", cp.Name, cp.ManagementCluster, cp.ControlPlane.RollsOut)
+		if !cp.ControlPlane.RollsOut || len(cp.MachineDeployments) != 1 || !cp.MachineDeployments[0].RollsOut || cp.ManagementCluster != where[cp.Namespace+"/"+cp.Name] {
+			t.Fatalf("plan of %s on %s: control plane rolls %v, machine deployments %+v; want both to", cp.Name, cp.ManagementCluster, cp.ControlPlane.RollsOut, cp.MachineDeployments)
 		}
 	}
-	cpMachines := func() map[string][]string {
-		out := map[string][]string{}
-		for key, mc := range where {
-			name := strings.TrimPrefix(key, ns+"/")
-			tp.c = byName[mc]
-			out[key] = tp.machines(name).cp
+
+	// Each cluster's Machines and MachineSets, and its Cluster.
+	type state struct {
+		machines, sets []string
+		class          string
+		generation     int64
+	}
+	read := func(key string) state {
+		c := byName[where[key]]
+		ms, err := listMachines(ctx, c, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st state
+		for _, m := range ms {
+			if m.GetLabels()["cluster.x-k8s.io/cluster-name"] == nameOf(key) && m.GetDeletionTimestamp() == nil {
+				st.machines = append(st.machines, m.GetName())
+			}
+		}
+		slices.Sort(st.machines)
+		tp.c = c
+		st.sets = tp.machines(nameOf(key)).ms
+		u, err := getCluster(ctx, c, ns, nameOf(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.class, _, _ = unstructured.NestedString(u.Object, "spec", "topology", "classRef", "name")
+		st.generation = u.GetGeneration()
+		return st
+	}
+	readAll := func() map[string]state {
+		out := map[string]state{}
+		for _, key := range keys {
+			out[key] = read(key)
 		}
 		return out
 	}
-	before := cpMachines()
+	before := readAll()
+
 	ok := filepath.Join(tp.dir, "ok")
 	gate := `test -f ` + ok + ` || { echo "smoke test failed on $CAPCTL_CLUSTERS"; exit 1; }`
-	args := []string{"topology", "apply", "--plan", path, "--all-contexts", "--gate-command", gate, "--max-parallel", "100%", "--timeout", "8m", "-o", "json"}
+	args := []string{"topology", "apply", "--plan", path, "--all-contexts", "--canary", "1", "--max-parallel", "2", "--soak", "30s",
+		"--gate-command", gate, "--timeout", "8m", "-o", "json"}
+
+	// The canary alone, then the failing gate.
 	start := time.Now()
 	out, err = e.capctl(nil, args...)
 	first := time.Since(start)
 	if err == nil {
 		t.Fatalf("the failing gate did not stop the rebase:\n%s", out)
 	}
-	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
-	if rep.Stop == nil || rep.Stop.At != "after wave 1" || len(rep.Waves) != 2 {
-		t.Fatalf("rebase across contexts stopped %+v, waves %d", rep.Stop, len(rep.Waves))
+	if !strings.Contains(out, "Wave canary: soaking 30s: 1 cluster(s) must stay Available") {
+		t.Errorf("the canary's soak did not watch the canary:\n%s", out)
 	}
+	rep := fleetReport(t, out[:strings.LastIndex(out, "\nError: ")+1])
 	to := strings.TrimPrefix(rep.ClassRebase, ns+"/in-memory -> ")
-	mid := cpMachines()
-	for key, r := range fleetResults(&rep) {
-		wave1 := r.Name == "r1-a" || r.Name == "r2-a"
-		held := len(r.Steps) == 1 && r.Steps[0].PredictionHeld != nil && *r.Steps[0].PredictionHeld
-		if (wave1 && (r.Result != fleetupgrade.ResultRebased || !held || !added(before[key], mid[key]))) ||
-			(!wave1 && (r.Result != fleetupgrade.ResultNotStarted || added(before[key], mid[key]))) {
-			t.Errorf("%s on %s after wave 1: %+v; control plane Machines %v -> %v", key, r.ManagementCluster, r, before[key], mid[key])
+	if !strings.HasPrefix(to, "in-memory-") || rep.Stop == nil || rep.Stop.Gate != fleetupgrade.GateCommand || len(rep.Waves) != 2 ||
+		rep.Waves[0].Wave != fleetupgrade.CanaryWave || len(rep.Waves[0].Clusters) != 1 || len(rep.Waves[1].Clusters) != 3 {
+		t.Fatalf("rebase %q stopped %+v, waves %+v", rep.ClassRebase, rep.Stop, rep.Waves)
+	}
+	if g := rep.Waves[0].Gates; len(g) != 2 || g[0].Gate != fleetupgrade.GateSoak || !g[0].Passed || g[0].Seconds < 30 || g[1].Passed {
+		t.Errorf("canary gates %+v: want a passed 30s soak, then the failed gate command", g)
+	}
+	cr := rep.Waves[0].Clusters[0]
+	canary := cr.Namespace + "/" + cr.Name
+	afterCanary := readAll()
+	for _, key := range keys {
+		b, a := before[key], afterCanary[key]
+		if key == canary {
+			held := len(cr.Steps) == 1 && cr.Steps[0].PredictionHeld != nil && *cr.Steps[0].PredictionHeld
+			if cr.Result != fleetupgrade.ResultRebased || !held || a.class != to || !added(b.sets, a.sets) || len(replaced(b.machines, a.machines)) != 2 {
+				t.Errorf("canary %s on %s: %+v; class %s, MachineSets %v -> %v, Machines %v -> %v", key, where[key], cr, a.class, b.sets, a.sets, b.machines, a.machines)
+			}
+			continue
+		}
+		if a.class != "in-memory" || a.generation != b.generation || added(b.sets, a.sets) || len(replaced(b.machines, a.machines)) != 0 {
+			t.Errorf("%s on %s was touched by the canary run: %+v -> %+v", key, where[key], b, a)
 		}
 	}
+	for _, w := range rep.Waves[1:] {
+		for _, c := range w.Clusters {
+			if c.Result != fleetupgrade.ResultNotStarted {
+				t.Errorf("after the canary: %s %s, want %s", c.Name, c.Result, fleetupgrade.ResultNotStarted)
+			}
+		}
+	}
+
+	// The gate fixed: the same command, interrupted (SIGINT) once the second wave has moved a
+	// cluster.
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
+	run := e.startCapctl(nil, args...)
+	if !run.waitOutput(": moved to ClusterClass "+to, 5*time.Minute) {
+		_, stderr, err := run.wait()
+		t.Fatalf("the second wave moved no cluster (exit %v):\n%s", err, stderr)
+	}
+	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run.wait()
+	interrupted := time.Since(start)
+	intr := parseFleetReport(t, stdout)
+	if exitCode(err) != 1 || !intr.Interrupted {
+		t.Fatalf("interrupted rebase: exit %v, report %+v\n%s", err, intr, stderr)
+	}
+	movedEarly := map[string]state{}
+	for _, key := range keys {
+		if st := read(key); key != canary && st.class == to {
+			movedEarly[key] = st
+		}
+	}
+	if len(movedEarly) == 0 || len(movedEarly) == len(keys)-1 {
+		t.Fatalf("the interrupted run moved %d of the second wave's %d clusters, want some but not all (--max-parallel 2)", len(movedEarly), len(keys)-1)
+	}
+
+	// Run again to the end.
+	start = time.Now()
 	res2 := e.applyOK(nil, "the resumed rebase over three management clusters", args...)
-	second := time.Since(start)
-	end := cpMachines()
-	for key, r := range res2 {
-		wave1 := r.Name == "r1-a" || r.Name == "r2-a"
-		if wave1 && (r.Result != fleetupgrade.ResultUpToDate || added(mid[key], end[key])) {
-			t.Errorf("%s: %s in the resumed run, control plane Machines %v -> %v: wave 1 moved again", key, r.Result, mid[key], end[key])
+	resumed := time.Since(start)
+	end := readAll()
+	machinesReplaced := 0
+	for _, key := range keys {
+		r, ok := res2[key]
+		if !ok {
+			t.Errorf("%s is missing from the resumed run's report", key)
+			continue
 		}
-		if !wave1 && (r.Result != fleetupgrade.ResultRebased || !added(mid[key], end[key]) || r.Steps[0].PredictionHeld == nil || !*r.Steps[0].PredictionHeld) {
-			t.Errorf("%s: %+v in the resumed run, control plane Machines %v -> %v", key, r, mid[key], end[key])
+		b, a := before[key], end[key]
+		gone := replaced(b.machines, a.machines)
+		machinesReplaced += len(gone)
+		if a.class != to || !added(b.sets, a.sets) || len(gone) != 2 {
+			t.Errorf("%s on %s after the rebase: class %s, MachineSets %v -> %v, Machines %v -> %v; want the new class, the control plane and worker Machines replaced",
+				key, where[key], a.class, b.sets, a.sets, b.machines, a.machines)
 		}
-		u, err := getCluster(ctx, byName[where[key]], ns, r.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "classRef", "name"); n != to {
-			t.Errorf("%s on %s uses ClusterClass %s, want %s", key, where[key], n, to)
+		early, wasEarly := movedEarly[key]
+		switch {
+		case key == canary:
+			// (The controller deletes the canary's old, empty MachineSet meanwhile: only a new
+			// one would be a second rollout.)
+			if r.Result != fleetupgrade.ResultUpToDate || added(afterCanary[key].sets, a.sets) || a.generation != afterCanary[key].generation {
+				t.Errorf("the canary in the resumed run: %s, MachineSets %v -> %v, generation %d -> %d: rolled again", r.Result, afterCanary[key].sets, a.sets, afterCanary[key].generation, a.generation)
+			}
+		case wasEarly:
+			if a.generation != early.generation {
+				t.Errorf("the resume moved %s again: generation %d -> %d", key, early.generation, a.generation)
+			}
+			for _, st := range r.Steps {
+				if len(st.Patched) > 0 {
+					t.Errorf("the resume patched %s, moved by the interrupted run: %+v", key, st)
+				}
+			}
+		default:
+			if r.Result != fleetupgrade.ResultRebased || len(r.Steps) != 1 || r.Steps[0].PredictionHeld == nil || !*r.Steps[0].PredictionHeld {
+				t.Errorf("%s in the resumed run: %+v, want rebased as predicted", key, r)
+			}
 		}
 	}
 	for _, c := range e.clusters {
@@ -380,9 +491,56 @@ func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 		if err := json.Unmarshal([]byte(e.mustCapctl(c, "upgrade", "history", "-o", "json")), &recs); err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) < 2 || recs[0].ClassRebase != rep.ClassRebase || recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutStopped {
+		if len(recs) < 3 || recs[0].ClassRebase != rep.ClassRebase || recs[1].ClassRebase != rep.ClassRebase || recs[2].ClassRebase != rep.ClassRebase ||
+			recs[0].State != fleetupgrade.RolloutSucceeded || recs[1].State != fleetupgrade.RolloutInterrupted || recs[2].State != fleetupgrade.RolloutStopped {
 			t.Errorf("history on %s: %+v", c.Name, recs)
 		}
 	}
-	t.Logf("rebase of %d clusters over %d management clusters onto %s: wave 1 and the failing gate %s, wave 2 %s", len(where), len(e.clusters), to, first.Round(time.Second), second.Round(time.Second))
+	var waveTimes []string
+	for _, r := range []fleetupgrade.FleetApplyReport{rep, *intr} {
+		for _, w := range r.Waves {
+			if w.Seconds > 0 {
+				waveTimes = append(waveTimes, fmt.Sprintf("%s %.0fs", w.Wave, w.Seconds))
+			}
+		}
+	}
+	t.Logf("rebase of %d clusters over %d management clusters onto %s: the canary (%s) and its 30s soak and failing gate %s; "+
+		"the second run interrupted after %s (%d moved); the resumed run %s; waves %v; %d Machines replaced",
+		len(keys), len(e.clusters), to, canary, first.Round(time.Second), interrupted.Round(time.Second), len(movedEarly),
+		resumed.Round(time.Second), waveTimes, machinesReplaced)
+}
+
+// replaced are the Machines of before that are gone from after.
+func replaced(before, after []string) []string {
+	var out []string
+	for _, m := range before {
+		if !slices.Contains(after, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitMachinesAvailable waits until ns holds n Machines on c, none being deleted and every one
+// Available.
+func waitMachinesAvailable(t *testing.T, c *livemgmt.Cluster, ns string, n int, timeout time.Duration) {
+	var last string
+	for start := time.Now(); time.Since(start) < timeout; time.Sleep(2 * time.Second) {
+		ms, err := listMachines(context.Background(), c, ns)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var waiting []string
+		for i := range ms {
+			if st, _ := condition(&ms[i], "Available"); st != "True" || ms[i].GetDeletionTimestamp() != nil {
+				waiting = append(waiting, ms[i].GetName()+" (Available="+st+")")
+			}
+		}
+		if len(ms) == n && len(waiting) == 0 {
+			return
+		}
+		last = fmt.Sprintf("%d Machines, want %d; waiting for %v", len(ms), n, waiting)
+	}
+	t.Errorf("Machines of %s on %s: %s after %s", ns, c.Name, last, timeout)
 }
