@@ -163,8 +163,11 @@ func injection(m metav1.Object) (string, string) {
 // injectCA writes caBundle into annotated CRDs' conversion webhooks and webhook configurations,
 // as cainjector does. A CRD is looked at again only when its resourceVersion changed.
 func (k *kubelet) injectCA(ctx context.Context) error {
+	// The cache's own objects, not copies: copying every CRD (their schemas are large) each
+	// second was a good part of the harness's CPU. Nothing here writes to them; a patch goes
+	// through a copy.
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
-	if err := k.r.List(ctx, crds); err != nil {
+	if err := k.r.List(ctx, crds, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range crds.Items {
@@ -187,7 +190,7 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 			continue
 		}
 		patch := map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{"clientConfig": map[string]any{"caBundle": ca}}}}}
-		if err := k.mergePatch(ctx, crd, patch); err != nil {
+		if err := k.mergePatch(ctx, crd.DeepCopy(), patch); err != nil {
 			k.logf("injecting the CA into CRD %s: %v", crd.Name, err)
 			continue
 		}
@@ -197,39 +200,67 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 	// Webhook configurations are read from the API server itself, not the informers: a stale
 	// informer view once showed a re-created configuration as already injected for minutes
 	// (every admission call failing "certificate signed by unknown authority" until the watch
-	// restarted). There are a handful of them; two small LISTs a second cost little.
-	vwcs := &admissionv1.ValidatingWebhookConfigurationList{}
-	if err := k.c.Client.List(ctx, vwcs); err != nil {
-		return err
-	}
-	for i := range vwcs.Items {
-		w := &vwcs.Items[i]
-		var bundles [][]byte
-		for _, h := range w.Webhooks {
-			bundles = append(bundles, h.ClientConfig.CABundle)
+	// restarted). Each second lists their metadata only (the full lists, every caBundle in them,
+	// were most of an idle management cluster's requests) and reads in full the ones annotated
+	// for injection that changed since they were injected.
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(kind + "List"))
+		if err := k.c.Client.List(ctx, l); err != nil {
+			return err
 		}
-		k.injectHooks(ctx, w, "vwc/"+w.Name, bundles, func(ca []byte) {
-			for j := range w.Webhooks {
-				w.Webhooks[j].ClientConfig.CABundle = ca
+		for i := range l.Items {
+			m := &l.Items[i]
+			id := "vwc/" + m.Name
+			if kind == "MutatingWebhookConfiguration" {
+				id = "mwc/" + m.Name
 			}
-		})
-	}
-	mwcs := &admissionv1.MutatingWebhookConfigurationList{}
-	if err := k.c.Client.List(ctx, mwcs); err != nil {
-		return err
-	}
-	for i := range mwcs.Items {
-		w := &mwcs.Items[i]
-		var bundles [][]byte
-		for _, h := range w.Webhooks {
-			bundles = append(bundles, h.ClientConfig.CABundle)
+			if key, _ := injection(m); key == "" || k.injected[id] == m.ResourceVersion {
+				continue
+			}
+			if err := k.injectWebhooks(ctx, kind, id, m.Name); err != nil {
+				k.logf("reading %s %s: %v", kind, m.Name, err)
+			}
 		}
-		k.injectHooks(ctx, w, "mwc/"+w.Name, bundles, func(ca []byte) {
-			for j := range w.Webhooks {
-				w.Webhooks[j].ClientConfig.CABundle = ca
-			}
-		})
 	}
+	return nil
+}
+
+// injectWebhooks reads one webhook configuration in full and injects its CA into each webhook.
+func (k *kubelet) injectWebhooks(ctx context.Context, kind, id, name string) error {
+	var (
+		obj     client.Object
+		configs func() []*admissionv1.WebhookClientConfig
+	)
+	if kind == "MutatingWebhookConfiguration" {
+		w := &admissionv1.MutatingWebhookConfiguration{}
+		obj, configs = w, func() (out []*admissionv1.WebhookClientConfig) {
+			for j := range w.Webhooks {
+				out = append(out, &w.Webhooks[j].ClientConfig)
+			}
+			return out
+		}
+	} else {
+		w := &admissionv1.ValidatingWebhookConfiguration{}
+		obj, configs = w, func() (out []*admissionv1.WebhookClientConfig) {
+			for j := range w.Webhooks {
+				out = append(out, &w.Webhooks[j].ClientConfig)
+			}
+			return out
+		}
+	}
+	if err := k.c.Client.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var bundles [][]byte
+	for _, c := range configs() {
+		bundles = append(bundles, c.CABundle)
+	}
+	k.injectHooks(ctx, obj, id, bundles, func(ca []byte) {
+		for _, c := range configs() {
+			c.CABundle = ca
+		}
+	})
 	return nil
 }
 
