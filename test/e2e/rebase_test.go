@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capctl/capctl/internal/testing/livemgmt"
 	"github.com/capctl/capctl/pkg/fleetupgrade"
@@ -49,17 +48,7 @@ func rebaseLive(t *testing.T, tp *topoPlan) {
 	_ = unstructured.SetNestedField(mds[0].(map[string]any), worker.GetName(), "infrastructure", "templateRef", "name")
 	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
 	change := filepath.Join(tp.dir, "rebase-change.yaml")
-	var docs []string
-	for _, o := range []*unstructured.Unstructured{worker, class} {
-		b, err := sigsyaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
-	if err := os.WriteFile(change, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeObjects(t, change, worker, class)
 	save := func(path string) *topology.PlanResult {
 		out, err := tp.e.capctl(c, "topology", "plan", "-f", change, "--save", path, "-o", "json")
 		var ee *exec.ExitError
@@ -301,18 +290,8 @@ func rebaseAcrossContextsLive(e *e2e, ns string, where map[string]string) {
 	_ = unstructured.SetNestedField(worker.Object, "4s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration")
 	_ = unstructured.SetNestedField(mds[0].(map[string]any), worker.GetName(), "infrastructure", "templateRef", "name")
 	_ = unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
-	var docs []string
-	for _, o := range []*unstructured.Unstructured{worker, class} {
-		b, err := sigsyaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
 	change := filepath.Join(tp.dir, "class.yaml")
-	if err := os.WriteFile(change, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeObjects(t, change, worker, class)
 	path := filepath.Join(tp.dir, "plan.json")
 	out, err := e.capctl(nil, "topology", "plan", "-f", change, "--all-contexts", "-n", ns, "--save", path, "-o", "json")
 	if exitCode(err) != topology.ExitChanges {

@@ -179,12 +179,9 @@ func (tp *topoPlan) live(k schema.GroupVersionKind, name string) *unstructured.U
 	return out
 }
 
-// plan runs topology plan -o json on objs (written as one multi-document file).
-func (tp *topoPlan) plan(objs ...*unstructured.Unstructured) (*topology.PlanResult, int) {
-	t := tp.e.t
+// writeObjects writes objs as one multi-document YAML file, as a user's change file.
+func writeObjects(t *testing.T, path string, objs ...*unstructured.Unstructured) {
 	t.Helper()
-	tp.n++
-	path := filepath.Join(tp.dir, fmt.Sprintf("change-%d.yaml", tp.n))
 	var docs []string
 	for _, o := range objs {
 		b, err := sigsyaml.Marshal(o.Object)
@@ -196,6 +193,15 @@ func (tp *topoPlan) plan(objs ...*unstructured.Unstructured) (*topology.PlanResu
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// plan runs topology plan -o json on objs (written as one multi-document file).
+func (tp *topoPlan) plan(objs ...*unstructured.Unstructured) (*topology.PlanResult, int) {
+	t := tp.e.t
+	t.Helper()
+	tp.n++
+	path := filepath.Join(tp.dir, fmt.Sprintf("change-%d.yaml", tp.n))
+	writeObjects(t, path, objs...)
 	out, err := tp.e.capctl(tp.c, "topology", "plan", "-f", path, "-o", "json")
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
