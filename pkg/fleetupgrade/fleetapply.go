@@ -492,7 +492,7 @@ func (a *fleetApplier) runWaves(ctx context.Context, plan *FleetPlan, report *Fl
 				return
 			}
 		}
-		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), min(req.Rollout.parallel(len(w.Clusters)), max(len(w.Clusters), 1)))
+		req.Progress("Wave %s: %d cluster(s), %d at once", w.Name(), len(w.Clusters), min(req.Rollout.parallel(len(w.Clusters)), len(w.Clusters)))
 		start := time.Now()
 		wr.Started = &start
 		a.rec.wave(ctx, wi, wr)

@@ -203,65 +203,60 @@ func (k *kubelet) injectCA(ctx context.Context) error {
 	// restarted). Each second lists their metadata only (the full lists, every caBundle in them,
 	// were most of an idle management cluster's requests) and reads in full the ones annotated
 	// for injection that changed since they were injected.
-	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+	for _, wk := range []struct {
+		kind, prefix string
+		obj          func() client.Object
+	}{
+		{"ValidatingWebhookConfiguration", "vwc/", func() client.Object { return &admissionv1.ValidatingWebhookConfiguration{} }},
+		{"MutatingWebhookConfiguration", "mwc/", func() client.Object { return &admissionv1.MutatingWebhookConfiguration{} }},
+	} {
 		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(kind + "List"))
+		l.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(wk.kind + "List"))
 		if err := k.c.Client.List(ctx, l); err != nil {
 			return err
 		}
 		for i := range l.Items {
 			m := &l.Items[i]
-			id := "vwc/" + m.Name
-			if kind == "MutatingWebhookConfiguration" {
-				id = "mwc/" + m.Name
-			}
+			id := wk.prefix + m.Name
 			if key, _ := injection(m); key == "" || k.injected[id] == m.ResourceVersion {
 				continue
 			}
-			if err := k.injectWebhooks(ctx, kind, id, m.Name); err != nil {
-				k.logf("reading %s %s: %v", kind, m.Name, err)
+			w := wk.obj()
+			if err := k.c.Client.Get(ctx, client.ObjectKey{Name: m.Name}, w); err != nil {
+				if client.IgnoreNotFound(err) != nil {
+					k.logf("reading %s %s: %v", wk.kind, m.Name, err)
+				}
+				continue
 			}
+			configs := webhookClientConfigs(w)
+			var bundles [][]byte
+			for _, c := range configs {
+				bundles = append(bundles, c.CABundle)
+			}
+			k.injectHooks(ctx, w, id, bundles, func(ca []byte) {
+				for _, c := range configs {
+					c.CABundle = ca
+				}
+			})
 		}
 	}
 	return nil
 }
 
-// injectWebhooks reads one webhook configuration in full and injects its CA into each webhook.
-func (k *kubelet) injectWebhooks(ctx context.Context, kind, id, name string) error {
-	var (
-		obj     client.Object
-		configs func() []*admissionv1.WebhookClientConfig
-	)
-	if kind == "MutatingWebhookConfiguration" {
-		w := &admissionv1.MutatingWebhookConfiguration{}
-		obj, configs = w, func() (out []*admissionv1.WebhookClientConfig) {
-			for j := range w.Webhooks {
-				out = append(out, &w.Webhooks[j].ClientConfig)
-			}
-			return out
+// webhookClientConfigs are the client configurations of a webhook configuration's webhooks.
+func webhookClientConfigs(obj client.Object) []*admissionv1.WebhookClientConfig {
+	var out []*admissionv1.WebhookClientConfig
+	switch w := obj.(type) {
+	case *admissionv1.ValidatingWebhookConfiguration:
+		for j := range w.Webhooks {
+			out = append(out, &w.Webhooks[j].ClientConfig)
 		}
-	} else {
-		w := &admissionv1.ValidatingWebhookConfiguration{}
-		obj, configs = w, func() (out []*admissionv1.WebhookClientConfig) {
-			for j := range w.Webhooks {
-				out = append(out, &w.Webhooks[j].ClientConfig)
-			}
-			return out
+	case *admissionv1.MutatingWebhookConfiguration:
+		for j := range w.Webhooks {
+			out = append(out, &w.Webhooks[j].ClientConfig)
 		}
 	}
-	if err := k.c.Client.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	var bundles [][]byte
-	for _, c := range configs() {
-		bundles = append(bundles, c.CABundle)
-	}
-	k.injectHooks(ctx, obj, id, bundles, func(ca []byte) {
-		for _, c := range configs() {
-			c.CABundle = ca
-		}
-	})
-	return nil
+	return out
 }
 
 func (k *kubelet) injectHooks(ctx context.Context, obj client.Object, id string, bundles [][]byte, set func([]byte)) {
