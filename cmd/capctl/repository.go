@@ -30,6 +30,7 @@ type MirrorOptions struct {
 	CertManager bool
 	Pre         bool
 	Offline     bool
+	Layout      string
 	Output      output.Format
 }
 
@@ -46,7 +47,17 @@ providers, cluster templates and cluster classes, plus cert-manager's manifests.
 Providers are named by their label (cluster-api, bootstrap-kubeadm, control-plane-kubeadm,
 infrastructure-docker, ipam-in-cluster, ...) with an optional version (default: latest). Without
 providers, the ones 'capctl init' installs by default are mirrored. The command prints a
-clusterctl.yaml fragment (providers: and cert-manager:) that points at the mirror.`
+clusterctl.yaml fragment (providers: and cert-manager:) that points at the mirror.
+
+With --to oci://HOST[:PORT]/PROJECT each provider version is published to an OCI registry as one
+artifact at HOST/PROJECT/manifests/{type}-{name}:{version} (core-cluster-api,
+bootstrap-kubeadm, infrastructure-docker, cert-manager), with the provider named in its
+annotations; the fragment then names oci:// URLs. --layout archive (the default) puts every file in
+one tar+gzip layer; --layout operator one layer per file named by its title, as the Cluster API
+Operator reads it. Running it again pushes nothing when the registry holds the same artifacts; a
+version tag that names other content is never moved. Credentials come from Docker's credential
+store (docker login); TLS is verified (OCI_CA_FILE adds a CA); plain HTTP only for registries
+listed in OCI_PLAIN_HTTP_REGISTRIES, and never with credentials.`
 
 // newCmdRepositoryMirror builds `capctl repository mirror`; runF, when set, replaces running it.
 func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.Command {
@@ -56,11 +67,13 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 		Short: "Copy provider versions into a local repository (clusterctl's layout) for air-gapped use",
 		Long:  mirrorLong,
 		Example: `  capctl repository mirror --to /srv/capi-mirror infrastructure-docker:v1.14.0 cluster-api:v1.14.0
-  capctl repository mirror --to ./mirror >> ~/.config/cluster-api/clusterctl.yaml`,
+  capctl repository mirror --to ./mirror >> ~/.config/cluster-api/clusterctl.yaml
+  capctl repository mirror --to oci://registry.example.com/capi infrastructure-docker cluster-api`,
 		RunE: leafRun(o, o.complete, runF, runMirror),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.To, "to", "", "Folder of the local repository to write (created if missing)")
+	fl.StringVar(&o.To, "to", "", "Folder of the local repository to write (created if missing), or oci://HOST[:PORT]/PROJECT to publish to an OCI registry")
+	fl.StringVar(&o.Layout, "layout", "", "With an oci:// target: archive (one tar+gzip layer, the default) or operator (one layer per file)")
 	_ = cmd.MarkFlagRequired("to")
 	fl.BoolVar(&o.CertManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
 	fl.BoolVar(&o.Pre, "pre", false, "Let 'latest' pick pre-releases")
@@ -72,6 +85,9 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 // complete checks --to and parses the provider labels (default: what a first init installs).
 func (o *MirrorOptions) complete(args []string) error {
 	if err := repository.CheckMirrorDir(o.To); err != nil { // given as ""; cobra refuses it missing
+		return usageError{err}
+	}
+	if err := repository.CheckMirrorLayout(o.To, o.Layout); err != nil {
 		return usageError{err}
 	}
 	if len(args) == 0 {
@@ -106,6 +122,7 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	res, err := c.Mirror(ctx, o.To, reqs, repository.MirrorOptions{
 		CertManager: o.CertManager,
 		Pre:         o.Pre,
+		Layout:      o.Layout,
 		Progress:    func(what string) { progress.Step("Mirroring %s", what) },
 	})
 	if err != nil {

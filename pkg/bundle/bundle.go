@@ -12,8 +12,6 @@
 package bundle
 
 import (
-	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -35,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/internal/targz"
 	"github.com/capctl/capctl/internal/version"
 	"github.com/capctl/capctl/pkg/authz"
 	"github.com/capctl/capctl/pkg/cluster"
@@ -632,34 +631,13 @@ func shorten(s string) string {
 
 // archive writes the manifest and the files into a gzipped tar, in a stable order.
 func (b *contents) archive() ([]byte, error) {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
 	manifest, err := json.MarshalIndent(b.m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	write := func(name string, data []byte) error {
-		hdr := &tar.Header{Name: name, Mode: 0o600, Size: int64(len(data)), ModTime: b.m.Created, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if err := write("manifest.json", manifest); err != nil {
-		return nil, err
-	}
+	files := []targz.File{{Name: "manifest.json", Data: manifest}}
 	for _, name := range b.order {
-		if err := write(name, b.files[name]); err != nil {
-			return nil, err
-		}
+		files = append(files, targz.File{Name: name, Data: b.files[name]})
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := gz.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return targz.Write(files, 0o600, b.m.Created, gzip.DefaultCompression)
 }

@@ -1,19 +1,16 @@
 package bundle
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"strings"
 	"time"
 
+	"github.com/capctl/capctl/internal/targz"
 	"github.com/capctl/capctl/internal/userinput"
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/env"
@@ -37,29 +34,16 @@ func Open(ctx context.Context, file string) (*Opened, error) {
 		return nil, fmt.Errorf("--from-bundle: %w", err)
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("--from-bundle %s: not a gzipped bundle (capctl diagnose bundle writes one): %w", file, err)
-	}
-	tr := tar.NewReader(userinput.NewLimitReader(ctx, gz, file, max(userinput.Max(), DefaultMaxSize), userinput.Flag))
 	o := &Opened{Path: file, files: map[string][]byte{}}
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--from-bundle %s: %w", file, err)
-		}
-		name := hdr.Name
-		if hdr.Typeflag != tar.TypeReg || path.IsAbs(name) || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." {
-			return nil, fmt.Errorf("--from-bundle %s: entry %q is not a plain file of a bundle (capctl writes none such)", file, name)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, fmt.Errorf("--from-bundle %s: %s: %w", file, name, err)
-		}
+	err = targz.Read(ctx, f, file, max(userinput.Max(), DefaultMaxSize), func(name string, data []byte) error {
 		o.files[name] = data
+		return nil
+	})
+	switch {
+	case errors.Is(err, targz.ErrNotGzip):
+		return nil, fmt.Errorf("--from-bundle %s: not a gzipped bundle (capctl diagnose bundle writes one): %w", file, err)
+	case err != nil:
+		return nil, fmt.Errorf("--from-bundle %s: %w (capctl writes none such)", file, err)
 	}
 	m, ok := o.files["manifest.json"]
 	if !ok {

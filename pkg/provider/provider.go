@@ -72,6 +72,15 @@ func (t Type) Order() int { return typeInfos[t].order }
 // ComponentsFile is the default components file name of the type.
 func (t Type) ComponentsFile() string { return typeInfos[t].file }
 
+// Short is the type as release files and OCI artifacts name it: core, bootstrap, control-plane,
+// infrastructure, ipam, runtime-extension, addon ("" for an unknown type).
+func (t Type) Short() string {
+	if t == CoreProviderType {
+		return "core"
+	}
+	return strings.TrimSuffix(typeInfos[t].prefix, "-")
+}
+
 // Flag is the command-line flag that names providers of this type.
 func (t Type) Flag() string { return typeInfos[t].flag }
 

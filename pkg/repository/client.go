@@ -68,6 +68,8 @@ type Options struct {
 	RetryBackoff  time.Duration
 	// Logger receives progress at V(1) and per-file detail at V(5). Nil discards.
 	Logger *logging.Logger
+	// OCICredentials resolves OCI registries' credentials. Nil: Docker's credential store.
+	OCICredentials OCICredentials
 	// Now replaces time.Now (tests of the TTL).
 	Now func() time.Time
 }
@@ -191,6 +193,13 @@ func (c *Client) source(p Provider) (source, *location, error) {
 		}
 		s = &githubSource{gh: gh, http: c.http, downloadBase: dl, owner: loc.owner, repo: loc.repo, rootPath: loc.rootPath, hasToken: tokenUsable,
 			goproxy: c.opts.GoProxy, log: func(msg string, kv ...any) { c.log.V(1).Info(msg, kv...) }}
+	case "oci":
+		if loc.repoPath == "" {
+			return nil, nil, fmt.Errorf("%s: %s names no repository", p, p.URL)
+		}
+		if s, err = c.ociSource(p, loc); err != nil {
+			return nil, nil, err
+		}
 	case "gitlab":
 		s = &gitlabSource{http: WithCredential(c.http, "GITLAB_ACCESS_TOKEN", "Authorization", bearer(c.gitlabToken), []string{loc.host}, c.warn),
 			scheme: loc.scheme, host: loc.host, project: loc.owner, pkg: loc.repo, version: loc.version}

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -26,6 +27,8 @@ type MirrorOptions struct {
 	CertManager bool
 	// Pre lets "latest" pick pre-releases.
 	Pre bool
+	// Layout of the artifacts published to an oci:// target (LayoutArchive when empty).
+	Layout string
 	// Progress, when set, is called before each version is copied.
 	Progress func(what string)
 }
@@ -38,6 +41,10 @@ type MirroredVersion struct {
 	Dir     string        `json:"dir"`
 	Files   []string      `json:"files"`
 	URL     string        `json:"url"` // the URL to configure for this provider
+	// Digest is the manifest digest of an artifact published to an OCI registry (Dir is then its
+	// reference); Unchanged says the registry already held exactly it.
+	Digest    string `json:"digest,omitempty"`
+	Unchanged bool   `json:"unchanged,omitempty"`
 }
 
 // MirrorResult lists what Mirror wrote and the configuration that points at it.
@@ -53,16 +60,18 @@ type MirrorResult struct {
 // cluster templates and cluster classes) into a local repository at dir in clusterctl's layout
 // ({dir}/{provider-label}/{version}/{file}), ready to be named in `providers:` for air-gapped use.
 // Files come through GetFile, so the overrides folder and the cache apply (offline mirroring from
-// the cache works).
+// the cache works). A dir of oci://HOST/PROJECT publishes to an OCI registry instead (mirrorOCI).
 func (c *Client) Mirror(ctx context.Context, dir string, reqs []MirrorRequest, opts MirrorOptions) (*MirrorResult, error) {
 	if err := CheckMirrorDir(dir); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
+	if err := CheckMirrorLayout(dir, opts.Layout); err != nil {
+		return nil, err
+	}
+	write, res, err := c.mirrorWriter(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &MirrorResult{Dir: abs}
 	for _, r := range reqs {
 		rel, err := c.Resolve(ctx, r.Provider, r.Version, ResolveOptions{Pre: opts.Pre})
 		if err != nil {
@@ -75,12 +84,10 @@ func (c *Client) Mirror(ctx context.Context, dir string, reqs []MirrorRequest, o
 		if err != nil {
 			return res, err
 		}
-		mv, err := c.copyFiles(ctx, abs, r.Provider, rel.Version, files)
+		mv, err := write(ctx, r.Provider, rel.Version, files)
 		if err != nil {
 			return res, err
 		}
-		mv.Type = r.Provider.Type
-		mv.URL = filepath.ToSlash(filepath.Join(abs, r.Provider.ManifestLabel(), "latest", r.Provider.ComponentsFile()))
 		res.Providers = append(res.Providers, *mv)
 	}
 	if opts.CertManager {
@@ -91,25 +98,79 @@ func (c *Client) Mirror(ctx context.Context, dir string, reqs []MirrorRequest, o
 		if opts.Progress != nil {
 			opts.Progress(fmt.Sprintf("cert-manager %s", cm.Version))
 		}
-		mv, err := c.copyFiles(ctx, abs, p, cm.Version, []string{p.ComponentsFile()})
+		mv, err := write(ctx, p, cm.Version, []string{p.ComponentsFile()})
 		if err != nil {
 			return res, err
 		}
-		mv.URL = filepath.ToSlash(filepath.Join(mv.Dir, p.ComponentsFile()))
 		res.CertManager = mv
 	}
 	res.Config = mirrorConfig(res)
 	return res, nil
 }
 
+// mirrorWrite writes one provider version's files to the mirror and says what it wrote and the URL
+// that reads it back.
+type mirrorWrite func(ctx context.Context, p Provider, version string, files []string) (*MirroredVersion, error)
+
+// mirrorWriter is where Mirror writes: a local repository folder, or an OCI registry.
+func (c *Client) mirrorWriter(dir string, opts MirrorOptions) (mirrorWrite, *MirrorResult, error) {
+	if isOCI(dir) {
+		target, err := parseOCITarget(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		layout := opts.Layout
+		if layout == "" {
+			layout = LayoutArchive
+		}
+		return func(ctx context.Context, p Provider, version string, files []string) (*MirroredVersion, error) {
+			return c.publish(ctx, target, p, version, files, layout)
+		}, &MirrorResult{Dir: dir}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, p Provider, version string, files []string) (*MirroredVersion, error) {
+		mv, err := c.copyFiles(ctx, abs, p, version, files)
+		if err != nil {
+			return nil, err
+		}
+		if p.Type == "" { // cert-manager: its URL names the version's file
+			mv.URL = filepath.ToSlash(filepath.Join(mv.Dir, p.ComponentsFile()))
+			return mv, nil
+		}
+		mv.Type = p.Type
+		mv.URL = filepath.ToSlash(filepath.Join(abs, p.ManifestLabel(), "latest", p.ComponentsFile()))
+		return mv, nil
+	}, &MirrorResult{Dir: abs}, nil
+}
+
 // CheckMirrorDir refuses a mirror folder that cannot be one, before anything is fetched: none
 // given, or a path that is a file (a missing folder is created).
 func CheckMirrorDir(dir string) error {
 	if dir == "" {
-		return errors.New("--to DIR is required: the folder of the local repository to write")
+		return errors.New("--to DIR is required: the folder of the local repository to write (or oci://HOST/PROJECT)")
+	}
+	if isOCI(dir) {
+		_, err := parseOCITarget(dir)
+		return err
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return fmt.Errorf("--to %s is a file, not a folder", dir)
+	}
+	return nil
+}
+
+// CheckMirrorLayout refuses a --layout that does not apply: one given for a folder, or unknown.
+func CheckMirrorLayout(to, layout string) error {
+	switch {
+	case layout == "":
+		return nil
+	case !isOCI(to):
+		return fmt.Errorf("--layout %s applies to an oci:// target only (--to %s is a folder)", layout, to)
+	case layout != LayoutArchive && layout != LayoutOperator:
+		return fmt.Errorf("--layout %q: must be one of %s", layout, strings.Join(Layouts, ", "))
 	}
 	return nil
 }
@@ -137,7 +198,27 @@ func (c *Client) copyFiles(ctx context.Context, dir string, p Provider, version 
 	if err != nil {
 		return nil, err
 	}
-	mv := &MirroredVersion{Name: p.Name, Version: version, Dir: vdir}
+	content, err := c.readMirrored(ctx, p, version, files)
+	if err != nil {
+		return nil, err
+	}
+	mv := &MirroredVersion{Name: p.Name, Version: version, Dir: vdir, Files: slices.Sorted(maps.Keys(content))}
+	for _, f := range mv.Files {
+		dst, err := safeJoin(vdir, f)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeFileAtomic(dst, content[f], 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return mv, nil
+}
+
+// readMirrored reads the files of version to mirror; an optional file (neither the components nor
+// metadata.yaml) the release lacks is left out.
+func (c *Client) readMirrored(ctx context.Context, p Provider, version string, files []string) (map[string][]byte, error) {
+	content := map[string][]byte{}
 	for _, f := range files {
 		b, err := c.GetFile(ctx, p, version, f)
 		if err != nil {
@@ -146,17 +227,9 @@ func (c *Client) copyFiles(ctx context.Context, dir string, p Provider, version 
 			}
 			return nil, err
 		}
-		dst, err := safeJoin(vdir, f)
-		if err != nil {
-			return nil, err
-		}
-		if err := writeFileAtomic(dst, b, 0o644); err != nil {
-			return nil, err
-		}
-		mv.Files = append(mv.Files, f)
+		content[f] = b
 	}
-	sort.Strings(mv.Files)
-	return mv, nil
+	return content, nil
 }
 
 func mirrorConfig(res *MirrorResult) string {

@@ -22,11 +22,20 @@ type Provider struct {
 func (p Provider) ManifestLabel() string { return provider.ManifestLabel(p.Name, p.Type) }
 
 // ComponentsFile is the components file name: the last element of the URL.
-func (p Provider) ComponentsFile() string { return path.Base(strings.TrimRight(p.URL, "/")) }
+// An OCI repository's components file is named by the provider's type (ociComponentsFile).
+func (p Provider) ComponentsFile() string {
+	if isOCI(p.URL) {
+		return ociComponentsFile(p)
+	}
+	return path.Base(strings.TrimRight(p.URL, "/"))
+}
 
 // RepositoryURL is the URL without the components file name, with a trailing slash, as
 // `clusterctl config repositories` shows it.
 func (p Provider) RepositoryURL() string {
+	if isOCI(p.URL) {
+		return p.URL // the reference names the repository; there is no file in it
+	}
 	u := strings.TrimRight(p.URL, "/")
 	if i := strings.LastIndex(u, "/"); i >= 0 {
 		return u[:i+1]

@@ -12,7 +12,7 @@ import (
 
 // location is a parsed provider URL.
 type location struct {
-	kind   string // "github", "gitlab" or "local"
+	kind   string // "github", "gitlab", "local" or "oci"
 	scheme string
 
 	// GitHub: owner/repo, the version named in the URL ("latest" or a tag), the folder inside the
@@ -23,6 +23,10 @@ type location struct {
 	// Local: the base path holding {provider-label}/{version}/{file}.
 	basePath string
 	label    string
+
+	// OCI: host is the registry (host[:port]), repoPath the repository inside it
+	// (project/manifests/infrastructure-docker), digest a pinned manifest digest ("" for none).
+	repoPath, digest string
 
 	version  string // "latest" or a tag such as v1.14.0
 	rootPath string // folder of the components file inside the version (GitHub assets may sit in one)
@@ -49,7 +53,9 @@ func parseLocation(raw string) (*location, error) {
 		case strings.HasPrefix(u.Host, "gitlab."):
 			return parseGitLab(u, raw)
 		}
-		return nil, fmt.Errorf("repository URL %q: only GitHub release URLs (https://github.com/OWNER/REPO/releases/{latest|vX.Y.Z}/FILE), GitLab package URLs (https://gitlab.HOST/api/v4/projects/...), file:// URLs and absolute paths are supported", raw)
+		return nil, fmt.Errorf("repository URL %q: only GitHub release URLs (https://github.com/OWNER/REPO/releases/{latest|vX.Y.Z}/FILE), GitLab package URLs (https://gitlab.HOST/api/v4/projects/...), oci:// references, file:// URLs and absolute paths are supported", raw)
+	case u.Scheme == "oci":
+		return parseOCI(u, raw)
 	case u.Scheme == "file":
 		p := u.Path
 		if u.Host != "" && u.Host != "localhost" {
@@ -60,7 +66,7 @@ func parseLocation(raw string) (*location, error) {
 	case u.Scheme == "" || (len(u.Scheme) == 1 && runtime.GOOS == "windows"):
 		return parseLocal(raw, raw)
 	default:
-		return nil, fmt.Errorf("repository URL %q: scheme %q is not supported (use https://github.com/..., file:// or an absolute path)", raw, u.Scheme)
+		return nil, fmt.Errorf("repository URL %q: scheme %q is not supported (use https://github.com/..., oci://, file:// or an absolute path)", raw, u.Scheme)
 	}
 }
 

@@ -92,12 +92,26 @@ func RenderRepositories(w io.Writer, f output.Format, providers []Provider) erro
 // or the result as data when f is structured.
 func (r *MirrorResult) Render(w io.Writer, f output.Format) error {
 	return output.Render(w, f, r, func(out io.Writer) error {
-		fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", r.Dir)
+		if isOCI(r.Dir) {
+			fmt.Fprintf(out, "# OCI artifacts published by capctl repository mirror under %s\n", r.Dir)
+		} else {
+			fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", r.Dir)
+		}
+		line := func(what string, m MirroredVersion) {
+			fmt.Fprintf(out, "#   %s %s: %s\n", what, m.Version, strings.Join(m.Files, ", "))
+			if m.Digest != "" {
+				state := "pushed"
+				if m.Unchanged {
+					state = "already there"
+				}
+				fmt.Fprintf(out, "#     %s@%s (%s)\n", m.Dir, m.Digest, state)
+			}
+		}
 		for _, m := range r.Providers {
-			fmt.Fprintf(out, "#   %s %s %s: %s\n", m.Type, m.Name, m.Version, strings.Join(m.Files, ", "))
+			line(fmt.Sprintf("%s %s", m.Type, m.Name), m)
 		}
 		if m := r.CertManager; m != nil {
-			fmt.Fprintf(out, "#   cert-manager %s: %s\n", m.Version, strings.Join(m.Files, ", "))
+			line("cert-manager", *m)
 		}
 		fmt.Fprintln(out, "# Add the following to clusterctl.yaml to use it:")
 		_, err := fmt.Fprint(out, r.Config)
