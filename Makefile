@@ -66,7 +66,7 @@ E2E_TIMEOUT         ?= 45m
 TEST_LOG_DIR        ?=
 BENCH               ?= .
 
-.PHONY: help build install test unit integration e2e prereqs fixtures envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin mcp-tools clean
+.PHONY: help build install test unit integration e2e prereqs fixtures envtest-bins clusterctl-bin live-bins demo-bins bench bench-describe demo examples fmt vet fuzz release-snapshot release-tools release-check release docs operator-plugin mcp-tools registry-bin clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -101,7 +101,7 @@ demo-bins: envtest-bins ## Build only what the demo runs: the v1.14 managers and
 WITH_TEST_BINARY = bin="$$(mktemp -d)/capctl" && trap 'rm -rf "$$(dirname "$$bin")"' EXIT && \
 	go build -o "$$bin" ./cmd/capctl && export CAPCTL_TEST_BINARY="$$bin" &&
 
-test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp-tools ## Run every tier: e2e, go vet (and the Windows build) and integration side by side (the CI command)
+test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp-tools registry-bin ## Run every tier: e2e, go vet (and the Windows build) and integration side by side (the CI command)
 	@$(WITH_TEST_BINARY) TEST_LOG_DIR="$(TEST_LOG_DIR)" hack/test-tiers.sh \
 	  e2e "go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)" \
 	  vet "go vet ./... && GOOS=windows GOARCH=amd64 go build -o /dev/null ./cmd/capctl" \
@@ -110,7 +110,7 @@ test: prereqs fixtures envtest-bins clusterctl-bin live-bins operator-plugin mcp
 unit: ## Run the unit tier: the tests that need no server or binary (go test -short)
 	go test -short ./...
 
-integration: fixtures envtest-bins clusterctl-bin operator-plugin mcp-tools ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
+integration: fixtures envtest-bins clusterctl-bin operator-plugin mcp-tools registry-bin ## Run the integration tier: real kube-apiserver + etcd, and the reference clusterctl (every package but the live ones)
 	@$(WITH_TEST_BINARY) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 e2e: fixtures live-bins ## Run the e2e tier: live management clusters (test/e2e, test/demo, internal/testing/livemgmt)
@@ -169,6 +169,9 @@ docs: ## Regenerate the command reference (docs/reference) and man pages (docs/m
 
 mcp-tools: ## Install the MCP conformance suite and TypeScript SDK (npm) into the cache, for the MCP server's tests (idempotent; needs Node)
 	@hack/mcp-tools.sh >/dev/null
+
+registry-bin: ## Build the OCI registry (CNCF distribution) into the cache, for the OCI provider-repository tests on a real registry (idempotent)
+	@hack/registry-bin.sh >/dev/null
 
 operator-plugin: ## Build the Cluster API Operator's clusterctl-operator plugin into the cache, for its plugin test (idempotent)
 	@hack/operator-plugin.sh >/dev/null

@@ -67,7 +67,7 @@ func TestCapctlInitIsClusterctlInit(t *testing.T) {
 		if len(want) == 0 {
 			t.Errorf("%s: clusterctl installed none; the comparison would prove nothing", g.name)
 		}
-		for _, d := range diffSnapshots(want, got) {
+		for _, d := range diffSnapshots("clusterctl", "capctl", want, got) {
 			t.Errorf("%s: %s", g.name, d)
 		}
 	}
@@ -135,16 +135,16 @@ func stripDescriptions(v any) {
 }
 
 // diffSnapshots lists objects only one side has and fields that differ (at most 20 lines).
-func diffSnapshots(want, got map[string]map[string]any) []string {
+func diffSnapshots(wantBy, gotBy string, want, got map[string]map[string]any) []string {
 	var out []string
 	for _, k := range unionKeys(want, got) {
 		w, inW := want[k]
 		g, inG := got[k]
 		switch {
 		case !inG:
-			out = append(out, k+": installed by clusterctl, not by capctl")
+			out = append(out, k+": installed by "+wantBy+", not by "+gotBy)
 		case !inW:
-			out = append(out, k+": installed by capctl, not by clusterctl")
+			out = append(out, k+": installed by "+gotBy+", not by "+wantBy)
 		default:
 			for _, d := range diffValues("", w, g) {
 				out = append(out, k+": "+d)

@@ -115,6 +115,18 @@ func OperatorPlugin(tb testing.TB) string {
 		filepath.Join("operator", OperatorPluginVersion, "clusterctl-operator"), "operator-plugin")
 }
 
+// RegistryVersion is the OCI registry (CNCF distribution) the OCI repository tests push to and
+// read from (hack/registry-bin.sh builds it).
+const RegistryVersion = "v3.1.2"
+
+// RegistryBinary returns that registry: $CAPCTL_REGISTRY, else where `make registry-bin` puts it.
+// Of the integration tier; follows Require when it is missing.
+func RegistryBinary(tb testing.TB) string {
+	tb.Helper()
+	return cachedBinary(tb, "OCI registry test", "the registry (distribution) "+RegistryVersion, "CAPCTL_REGISTRY",
+		filepath.Join("registry", RegistryVersion, "registry"), "registry-bin")
+}
+
 // MCPConformanceVersion is the MCP conformance suite the MCP server's tests run (hack/mcp-tools.sh).
 const MCPConformanceVersion = "0.1.12"
 

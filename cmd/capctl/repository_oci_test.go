@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capctl/capctl/internal/testing/registrytest"
+	"github.com/capctl/capctl/internal/testing/testenv"
+	"github.com/capctl/capctl/pkg/repository"
+)
+
+// TestRepositoryMirrorToOCI publishes to a real registry (TLS, htpasswd, the credential in a
+// Docker config) from the command line: the credential never appears in the output, even at
+// -v 10; a second run pushes nothing; providers configured from the registry list their images
+// with no cluster; plain HTTP with a credential is refused.
+func TestRepositoryMirrorToOCI(t *testing.T) {
+	testenv.Integration(t)
+	reg := registrytest.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig)
+	cfg := initTestConfig(t, testenv.FixturesDir(t))
+	appendFile(t, cfg, repository.OCICAFileKey+": "+reg.CAFile+"\n")
+	secrets := []string{reg.Password, base64.StdEncoding.EncodeToString([]byte(reg.User + ":" + reg.Password))}
+	noSecret := func(what, out string) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Fatalf("%s printed the registry credential:\n%s", what, out)
+			}
+		}
+	}
+
+	to := "oci://" + reg.Host + "/capi"
+	args := []string{"repository", "mirror", "--to", to, "cluster-api:v1.14.0", "infrastructure-docker:v1.14.0", "--config", cfg}
+	out, errOut, code := runCapctl(t, append(args, "-v", "10")...)
+	noSecret("repository mirror -v 10", out+errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"# OCI artifacts published by capctl repository mirror under " + to, "(pushed)",
+		"url: " + to + "/manifests/infrastructure-docker", "url: " + to + "/manifests/cert-manager", "Mirroring infrastructure-docker v1.14.0"} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+	out, errOut, code = runCapctl(t, append(args, "-o", "json")...)
+	var res repository.MirrorResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Providers) != 2 || res.CertManager == nil {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, m := range append(res.Providers, *res.CertManager) {
+		if !m.Unchanged || !strings.HasPrefix(m.Digest, "sha256:") {
+			t.Errorf("second run pushed %s again: %+v", m.Name, m)
+		}
+	}
+
+	// The fragment the mirror printed, as a user appends it: providers from the registry alone.
+	ociCfg := filepath.Join(t.TempDir(), "clusterctl.yaml")
+	body := "overridesFolder: " + filepath.Join(t.TempDir(), "overrides") + "\n" + repository.OCICAFileKey + ": " + reg.CAFile + "\n" + res.Config
+	if err := os.WriteFile(ociCfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCapctl(t, "init", "list-images", "--core", "cluster-api:v1.14.0", "-b", "-", "-c", "-", "-i", "docker:v1.14.0", "--config", ociCfg)
+	if code != 0 || !strings.Contains(out, "gcr.io/k8s-staging-cluster-api/capd-manager:v1.14.0") || !strings.Contains(out, "cluster-api-controller:v1.14.0") {
+		t.Errorf("list-images from the registry: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// --layout for a folder is refused before anything is fetched.
+	_, errOut, code = runCapctl(t, "repository", "mirror", "--to", t.TempDir(), "--layout", "operator", "--config", cfg)
+	if code == 0 || !strings.Contains(errOut, "applies to an oci:// target only") {
+		t.Errorf("--layout with a folder: exit %d\n%s", code, errOut)
+	}
+	// Plain HTTP for a registry with a credential: refused, the credential not printed.
+	appendFile(t, cfg, repository.OCIPlainHTTPKey+": "+reg.Host+"\n")
+	out, errOut, code = runCapctl(t, append(args, "-v", "10")...)
+	noSecret("plain HTTP refusal", out+errOut)
+	if code == 0 || !strings.Contains(errOut, "credentials are never sent over plain HTTP") {
+		t.Errorf("plain HTTP with a credential: exit %d\n%s", code, errOut)
+	}
+}
+
+func appendFile(t *testing.T, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
