@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capctl/capctl/internal/output"
+	"github.com/capctl/capctl/pkg/env"
+	"github.com/capctl/capctl/pkg/mirror"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -31,6 +33,7 @@ type MirrorOptions struct {
 	Pre         bool
 	Offline     bool
 	Layout      string
+	Images      bool
 	Output      output.Format
 }
 
@@ -56,7 +59,9 @@ annotations; the fragment then names oci:// URLs. --layout archive (the default)
 one tar+gzip layer; --layout operator one layer per file named by its title, as the Cluster API
 Operator reads it. Running it again pushes nothing when the registry holds the same artifacts; a
 version tag that names other content is never moved. Credentials come from Docker's credential
-store (docker login); TLS is verified (OCI_CA_FILE adds a CA); plain HTTP only for registries
+store (docker login); --images also copies every image the providers and cert-manager run to
+HOST/PROJECT/NAME:TAG (keeping digests, every platform) and prints the images: override that makes
+them pulled from there. TLS is verified (OCI_CA_FILE adds a CA); plain HTTP only for registries
 listed in OCI_PLAIN_HTTP_REGISTRIES, and never with credentials.`
 
 // newCmdRepositoryMirror builds `capctl repository mirror`; runF, when set, replaces running it.
@@ -73,6 +78,7 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.To, "to", "", "Folder of the local repository to write (created if missing), or oci://HOST[:PORT]/PROJECT to publish to an OCI registry")
+	fl.BoolVar(&o.Images, "images", false, "With an oci:// target: also copy every image the mirrored providers and cert-manager run to it, and print the images: override")
 	fl.StringVar(&o.Layout, "layout", "", "With an oci:// target: archive (one tar+gzip layer, the default) or operator (one layer per file)")
 	_ = cmd.MarkFlagRequired("to")
 	fl.BoolVar(&o.CertManager, "cert-manager", true, "Also mirror cert-manager (the configured cert-manager.url and version)")
@@ -84,12 +90,6 @@ func newCmdRepositoryMirror(f *factory, runF func(*MirrorOptions) error) *cobra.
 
 // complete checks --to and parses the provider labels (default: what a first init installs).
 func (o *MirrorOptions) complete(args []string) error {
-	if err := repository.CheckMirrorDir(o.To); err != nil { // given as ""; cobra refuses it missing
-		return usageError{err}
-	}
-	if err := repository.CheckMirrorLayout(o.To, o.Layout); err != nil {
-		return usageError{err}
-	}
 	if len(args) == 0 {
 		args = defaultMirror
 	}
@@ -101,30 +101,22 @@ func (o *MirrorOptions) complete(args []string) error {
 		}
 		o.Providers = append(o.Providers, ref)
 	}
+	if err := o.request().Validate(); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
-// runMirror makes the one Mirror call and prints the config fragment (or the result).
+func (o *MirrorOptions) request() mirror.Request {
+	return mirror.Request{To: o.To, Providers: o.Providers, CertManager: o.CertManager, Pre: o.Pre, Layout: o.Layout, Images: o.Images}
+}
+
+// runMirror makes the one mirror.Run call and prints the config fragment (or the result).
 func runMirror(ctx context.Context, o *MirrorOptions) error {
-	c, err := o.Repository(ctx, o.Offline)
-	if err != nil {
-		return err
-	}
-	var reqs []repository.MirrorRequest
-	for _, r := range o.Providers {
-		p, err := c.Provider(r.Name, r.Type)
-		if err != nil {
-			return err
-		}
-		reqs = append(reqs, repository.MirrorRequest{Provider: p, Version: r.Version})
-	}
 	progress := output.NewProgress(o.IO)
-	res, err := c.Mirror(ctx, o.To, reqs, repository.MirrorOptions{
-		CertManager: o.CertManager,
-		Pre:         o.Pre,
-		Layout:      o.Layout,
-		Progress:    func(what string) { progress.Step("Mirroring %s", what) },
-	})
+	e := env.Env{Config: o.Config, Log: o.Logger(), Progress: func(s string) { progress.Step("%s", s) },
+		Repository: func(ctx context.Context) (*repository.Client, error) { return o.Repository(ctx, o.Offline) }}
+	res, err := mirror.Run(ctx, e, o.request())
 	if err != nil {
 		return err
 	}

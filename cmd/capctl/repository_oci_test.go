@@ -93,3 +93,69 @@ func appendFile(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRepositoryMirrorImagesBetweenRegistries copies the providers' images from one real registry
+// to another with --images: digests kept, a second run copies nothing, and init list-images with
+// the printed overrides names only the target registry.
+func TestRepositoryMirrorImagesBetweenRegistries(t *testing.T) {
+	testenv.Integration(t)
+	src, dst := registrytest.Start(t), registrytest.Start(t)
+	dockerConfig, caFile := registrytest.Trust(t, src, dst)
+	t.Setenv("DOCKER_CONFIG", dockerConfig)
+	cfg := initTestConfig(t, testenv.FixturesDir(t))
+	// The providers' images, as an air-gapped site's first registry serves them.
+	appendFile(t, cfg, repository.OCICAFileKey+": "+caFile+"\nimages:\n  all:\n    repository: "+src.Host+"/upstream\n")
+	selection := []string{"--core", "cluster-api:v1.14.0", "-b", "-", "-c", "-", "-i", "docker:v1.14.0"}
+	out, errOut, code := runCapctl(t, append([]string{"init", "list-images", "--config", cfg}, selection...)...)
+	images := strings.Fields(out)
+	if code != 0 || len(images) != 2 {
+		t.Fatalf("list-images from the source: exit %d\n%s\n%s", code, out, errOut)
+	}
+	digests := map[string]string{}
+	for _, img := range images {
+		if !strings.HasPrefix(img, src.Host+"/upstream/") {
+			t.Fatalf("image %s is not from the source registry", img)
+		}
+		digests[img] = src.PushRandomImage(t, img)
+	}
+
+	args := []string{"repository", "mirror", "--to", "oci://" + dst.Host + "/capi", "--images", "cluster-api:v1.14.0", "infrastructure-docker:v1.14.0", "--config", cfg, "-o", "json"}
+	for run := 1; run <= 2; run++ {
+		out, errOut, code = runCapctl(t, args...)
+		var res struct {
+			repository.MirrorResult
+			Images *repository.ImageCopyResult `json:"images"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Images == nil || len(res.Images.Images) != 2 {
+			t.Fatalf("mirror --images run %d: exit %d\n%s\n%s", run, code, out, errOut)
+		}
+		for _, ci := range res.Images.Images {
+			if ci.Digest != digests[ci.From] || !strings.HasPrefix(ci.To, dst.Host+"/capi/") || ci.Unchanged != (run == 2) {
+				t.Errorf("run %d: %+v, source digest %s", run, ci, digests[ci.From])
+			}
+		}
+		if run == 1 {
+			// The fragments as a user appends them: providers and images from the target alone.
+			ociCfg := filepath.Join(t.TempDir(), "clusterctl.yaml")
+			body := "overridesFolder: " + filepath.Join(t.TempDir(), "overrides") + "\n" + repository.OCICAFileKey + ": " + caFile + "\n" + res.Config + res.Images.Config
+			if err := os.WriteFile(ociCfg, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code = runCapctl(t, append([]string{"init", "list-images", "--config", ociCfg}, selection...)...)
+			got := strings.Fields(out)
+			if code != 0 || len(got) != 2 {
+				t.Fatalf("list-images from the target: exit %d\n%s\n%s", code, out, errOut)
+			}
+			for _, img := range got {
+				if !strings.HasPrefix(img, dst.Host+"/capi/") {
+					t.Errorf("list-images names %s, not the target registry", img)
+				}
+			}
+		}
+	}
+	// --images needs a registry target.
+	_, errOut, code = runCapctl(t, "repository", "mirror", "--to", t.TempDir(), "--images", "--config", cfg)
+	if code == 0 || !strings.Contains(errOut, "--images copies images to a registry") {
+		t.Errorf("--images with a folder: exit %d\n%s", code, errOut)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/capctl/capctl/pkg/contract"
 	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/repository"
-	"github.com/capctl/capctl/pkg/variables"
 )
 
 // ImagesRequest are the inputs of ListImages.
@@ -85,18 +84,11 @@ func listImages(ctx context.Context, cl Clients, opts ImagesRequest) (*Images, e
 		if err != nil {
 			return nil, err
 		}
-		copts := repository.ComponentsOptions{Version: r.Version, TargetNamespace: opts.TargetNamespace}
-		comps, err := cl.Repo.Components(ctx, p, copts)
-		var missing *variables.MissingError
-		if errors.As(err, &missing) {
-			// Images rarely depend on variables; list them from the raw components.
-			copts.SkipVariables = true
-			comps, err = cl.Repo.Components(ctx, p, copts)
-		}
+		imgs, err := cl.Repo.ComponentImages(ctx, p, repository.ComponentsOptions{Version: r.Version, TargetNamespace: opts.TargetNamespace})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.ManifestLabel(), err)
+			return nil, err
 		}
-		add(p.ManifestLabel(), comps.Images)
+		add(p.ManifestLabel(), imgs)
 	}
 	for i := range set {
 		out.Images = append(out.Images, i)

@@ -32,45 +32,8 @@ func TestInitFromOCIIsInitFromLocal(t *testing.T) {
 	ctx := testenv.Context(t)
 
 	// A copy of the fixture repository, deleted before the init from the registry.
-	repoDir := filepath.Join(t.TempDir(), "repository")
-	if out, err := exec.Command("cp", "-r", filepath.Join(testenv.FixturesDir(t), "repository"), repoDir).CombinedOutput(); err != nil {
-		t.Fatalf("copying the fixture repository: %v\n%s", err, out)
-	}
-	common := fmt.Sprintf("overridesFolder: %s\n%s: %s\ncert-manager:\n  url: %%s\n  version: v1.21.1\n  timeout: 30s\n", filepath.Join(t.TempDir(), "overrides"), repository.OCICAFileKey, reg.CAFile)
-	localCfg := writeFile(t, "local.yaml", fmt.Sprintf(common, filepath.Join(repoDir, "cert-manager", "v1.21.1", "cert-manager-crds.yaml"))+`providers:
-- {name: cluster-api, type: CoreProvider, url: `+repoDir+`/cluster-api/latest/core-components.yaml}
-- {name: kubeadm, type: BootstrapProvider, url: `+repoDir+`/bootstrap-kubeadm/latest/bootstrap-components.yaml}
-- {name: kubeadm, type: ControlPlaneProvider, url: `+repoDir+`/control-plane-kubeadm/latest/control-plane-components.yaml}
-- {name: docker, type: InfrastructureProvider, url: `+repoDir+`/infrastructure-docker/latest/infrastructure-components.yaml}
-`)
-	oci := "oci://" + reg.Host + "/capi/manifests/"
-	ociCfg := writeFile(t, "oci.yaml", fmt.Sprintf(common, oci+"cert-manager")+`providers:
-- {name: cluster-api, type: CoreProvider, url: `+oci+`core-cluster-api}
-- {name: kubeadm, type: BootstrapProvider, url: `+oci+`bootstrap-kubeadm}
-- {name: kubeadm, type: ControlPlaneProvider, url: `+oci+`control-plane-kubeadm}
-- {name: docker, type: InfrastructureProvider, url: `+oci+`infrastructure-docker}
-`)
-
-	// Publish, as `capctl repository mirror --to oci://HOST/capi` does.
-	local := clientsFor(t, localCfg, nil, true)
-	var reqs []repository.MirrorRequest
-	for _, p := range []struct {
-		name string
-		t    provider.Type
-	}{{"cluster-api", provider.CoreProviderType}, {"kubeadm", provider.BootstrapProviderType}, {"kubeadm", provider.ControlPlaneProviderType}, {"docker", provider.InfrastructureProviderType}} {
-		rp, err := local.Repo.Provider(p.name, p.t)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs = append(reqs, repository.MirrorRequest{Provider: rp, Version: "v1.14.0"})
-	}
-	res, err := local.Repo.Mirror(ctx, "oci://"+reg.Host+"/capi", reqs, repository.MirrorOptions{CertManager: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range append(res.Providers, *res.CertManager) {
-		t.Logf("published %s@%s (%s)", m.Dir, m.Digest, m.Files)
-	}
+	repoDir, localCfg, ociCfg := ociConfigs(t, reg)
+	publishFixture(t, ctx, localCfg, reg)
 
 	ref, ours := testenv.StartPair(t, testenv.Options{})
 	for _, e := range []*testenv.Env{ref, ours} {
@@ -99,9 +62,59 @@ func TestInitFromOCIIsInitFromLocal(t *testing.T) {
 	}
 }
 
+// ociConfigs copies the fixture repository and writes two configurations naming the same
+// providers (v1.14.0) and cert-manager: one from that copy, one from reg's project capi.
+func ociConfigs(tb testing.TB, reg *registrytest.Registry) (repoDir, localCfg, ociCfg string) {
+	tb.Helper()
+	repoDir = filepath.Join(tb.TempDir(), "repository")
+	if out, err := exec.Command("cp", "-r", filepath.Join(testenv.FixturesDir(tb), "repository"), repoDir).CombinedOutput(); err != nil {
+		tb.Fatalf("copying the fixture repository: %v\n%s", err, out)
+	}
+	common := fmt.Sprintf("overridesFolder: %s\n%s: %s\ncert-manager:\n  url: %%s\n  version: v1.21.1\n  timeout: 30s\n", filepath.Join(tb.TempDir(), "overrides"), repository.OCICAFileKey, reg.CAFile)
+	localCfg = writeFile(tb, "local.yaml", fmt.Sprintf(common, filepath.Join(repoDir, "cert-manager", "v1.21.1", "cert-manager-crds.yaml"))+`providers:
+- {name: cluster-api, type: CoreProvider, url: `+repoDir+`/cluster-api/latest/core-components.yaml}
+- {name: kubeadm, type: BootstrapProvider, url: `+repoDir+`/bootstrap-kubeadm/latest/bootstrap-components.yaml}
+- {name: kubeadm, type: ControlPlaneProvider, url: `+repoDir+`/control-plane-kubeadm/latest/control-plane-components.yaml}
+- {name: docker, type: InfrastructureProvider, url: `+repoDir+`/infrastructure-docker/latest/infrastructure-components.yaml}
+`)
+	oci := "oci://" + reg.Host + "/capi/manifests/"
+	ociCfg = writeFile(tb, "oci.yaml", fmt.Sprintf(common, oci+"cert-manager")+`providers:
+- {name: cluster-api, type: CoreProvider, url: `+oci+`core-cluster-api}
+- {name: kubeadm, type: BootstrapProvider, url: `+oci+`bootstrap-kubeadm}
+- {name: kubeadm, type: ControlPlaneProvider, url: `+oci+`control-plane-kubeadm}
+- {name: docker, type: InfrastructureProvider, url: `+oci+`infrastructure-docker}
+`)
+	return repoDir, localCfg, ociCfg
+}
+
+// publishFixture publishes the four providers (v1.14.0) and cert-manager of localCfg to reg's
+// project capi, as `capctl repository mirror --to oci://HOST/capi` does.
+func publishFixture(tb testing.TB, ctx context.Context, localCfg string, reg *registrytest.Registry) {
+	tb.Helper()
+	local := clientsFor(tb, localCfg, nil, true)
+	var reqs []repository.MirrorRequest
+	for _, p := range []struct {
+		name string
+		t    provider.Type
+	}{{"cluster-api", provider.CoreProviderType}, {"kubeadm", provider.BootstrapProviderType}, {"kubeadm", provider.ControlPlaneProviderType}, {"docker", provider.InfrastructureProviderType}} {
+		rp, err := local.Repo.Provider(p.name, p.t)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		reqs = append(reqs, repository.MirrorRequest{Provider: rp, Version: "v1.14.0"})
+	}
+	res, err := local.Repo.Mirror(ctx, "oci://"+reg.Host+"/capi", reqs, repository.MirrorOptions{CertManager: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, m := range append(res.Providers, *res.CertManager) {
+		tb.Logf("published %s@%s (%s)", m.Dir, m.Digest, m.Files)
+	}
+}
+
 // clientsFor builds init's clients from a config file: offline (the local repository), or online
 // with GitHub at a closed loopback port, so only the registry can answer. No download cache.
-func clientsFor(t *testing.T, cfgPath string, e *testenv.Env, offline bool) clusterinit.Clients {
+func clientsFor(t testing.TB, cfgPath string, e *testenv.Env, offline bool) clusterinit.Clients {
 	t.Helper()
 	cfg, err := config.Load(context.Background(), config.Options{Path: cfgPath})
 	if err != nil {
@@ -121,7 +134,7 @@ func clientsFor(t *testing.T, cfgPath string, e *testenv.Env, offline bool) clus
 	return cl
 }
 
-func writeFile(t *testing.T, name, body string) string {
+func writeFile(t testing.TB, name, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {

@@ -134,3 +134,19 @@ func CheckTargetNamespace(ns string) error {
 	}
 	return nil
 }
+
+// ComponentImages lists the images a provider version runs, after image overrides. Components
+// whose variables have no value are read raw: images rarely depend on variables, and listing them
+// must not need the provider's credentials.
+func (c *Client) ComponentImages(ctx context.Context, p Provider, opts ComponentsOptions) ([]string, error) {
+	comps, err := c.Components(ctx, p, opts)
+	var missing *variables.MissingError
+	if errors.As(err, &missing) {
+		opts.SkipVariables = true
+		comps, err = c.Components(ctx, p, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.ManifestLabel(), err)
+	}
+	return comps.Images, nil
+}

@@ -114,7 +114,7 @@ type mirrorWrite func(ctx context.Context, p Provider, version string, files []s
 
 // mirrorWriter is where Mirror writes: a local repository folder, or an OCI registry.
 func (c *Client) mirrorWriter(dir string, opts MirrorOptions) (mirrorWrite, *MirrorResult, error) {
-	if isOCI(dir) {
+	if IsOCI(dir) {
 		target, err := parseOCITarget(dir)
 		if err != nil {
 			return nil, nil, err
@@ -152,7 +152,7 @@ func CheckMirrorDir(dir string) error {
 	if dir == "" {
 		return errors.New("--to DIR is required: the folder of the local repository to write (or oci://HOST/PROJECT)")
 	}
-	if isOCI(dir) {
+	if IsOCI(dir) {
 		_, err := parseOCITarget(dir)
 		return err
 	}
@@ -167,7 +167,7 @@ func CheckMirrorLayout(to, layout string) error {
 	switch {
 	case layout == "":
 		return nil
-	case !isOCI(to):
+	case !IsOCI(to):
 		return fmt.Errorf("--layout %s applies to an oci:// target only (--to %s is a folder)", layout, to)
 	case layout != LayoutArchive && layout != LayoutOperator:
 		return fmt.Errorf("--layout %q: must be one of %s", layout, strings.Join(Layouts, ", "))

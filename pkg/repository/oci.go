@@ -68,7 +68,8 @@ var ociFileMediaTypes = map[string]bool{
 // registries themselves put on manifests.
 const maxOCIManifest = 4 << 20
 
-func isOCI(raw string) bool { return strings.HasPrefix(strings.ToLower(raw), "oci://") }
+// IsOCI reports whether raw is an oci:// reference.
+func IsOCI(raw string) bool { return strings.HasPrefix(strings.ToLower(raw), "oci://") }
 
 // parseOCI parses oci://HOST[:PORT]/PATH/NAME[:TAG|@sha256:DIGEST]. Without a tag the versions
 // are the repository's semver tags; a tag names one version; a digest pins one artifact, whose

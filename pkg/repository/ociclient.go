@@ -60,36 +60,48 @@ func (c *Client) ociCredentials() (auth.CredentialFunc, error) {
 	return credentials.Credential(store), nil
 }
 
-// ociHTTPClient is the HTTP client of registry requests: TLS verified against the system's roots
-// and OCI_CA_FILE, the repository's retries, and HTML answers turned into errors.
-func (c *Client) ociHTTPClient(ctx context.Context) (*http.Client, error) {
+// ociTransport is the transport of registry requests: TLS verified against the system's roots and
+// OCI_CA_FILE.
+func (c *Client) ociTransport(ctx context.Context) (*http.Transport, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	if c.opts.HTTPClient != nil && c.opts.HTTPClient.Transport != nil {
 		if t, ok := c.opts.HTTPClient.Transport.(*http.Transport); ok {
 			base = t.Clone()
 		}
 	}
-	if f := c.lookup(OCICAFileKey); f != "" {
-		pem, err := userinput.ReadFile(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", OCICAFileKey, f, err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if base.TLSClientConfig != nil && base.TLSClientConfig.RootCAs != nil {
-			pool = base.TLSClientConfig.RootCAs.Clone()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s %s holds no PEM certificate", OCICAFileKey, f)
-		}
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if base.TLSClientConfig != nil {
-			tc = base.TLSClientConfig.Clone()
-		}
-		tc.RootCAs = pool
-		base.TLSClientConfig = tc
+	f := c.lookup(OCICAFileKey)
+	if f == "" {
+		return base, nil
+	}
+	pem, err := userinput.ReadFile(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", OCICAFileKey, f, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if base.TLSClientConfig != nil && base.TLSClientConfig.RootCAs != nil {
+		pool = base.TLSClientConfig.RootCAs.Clone()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s %s holds no PEM certificate", OCICAFileKey, f)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base.TLSClientConfig != nil {
+		tc = base.TLSClientConfig.Clone()
+	}
+	tc.RootCAs = pool
+	base.TLSClientConfig = tc
+	return base, nil
+}
+
+// ociHTTPClient is the HTTP client of provider artifacts (manifests and files, bounded): the
+// repository's retries, and HTML answers turned into errors.
+func (c *Client) ociHTTPClient(ctx context.Context) (*http.Client, error) {
+	base, err := c.ociTransport(ctx)
+	if err != nil {
+		return nil, err
 	}
 	timeout := 2 * time.Minute
 	if c.opts.HTTPClient != nil && c.opts.HTTPClient.Timeout > 0 {
@@ -101,6 +113,28 @@ func (c *Client) ociHTTPClient(ctx context.Context) (*http.Client, error) {
 	}, nil
 }
 
+// registryAccess says how to reach a registry: plain HTTP only when OCI_PLAIN_HTTP_REGISTRIES
+// lists it, and then never with a credential (refused when one is configured, since it would
+// travel in clear); otherwise HTTPS with the credential store's credential.
+func (c *Client) registryAccess(ctx context.Context, host string) (plain bool, cred auth.CredentialFunc, err error) {
+	cred, err = c.ociCredentials()
+	if err != nil {
+		return false, nil, err
+	}
+	if !c.ociPlainHTTP(host) {
+		return false, cred, nil
+	}
+	got, err := cred(ctx, host)
+	if err != nil {
+		return false, nil, fmt.Errorf("reading the credential of %s: %w", host, err)
+	}
+	if got != auth.EmptyCredential {
+		return false, nil, fmt.Errorf("%s is listed in %s, but a credential for it is configured: credentials are never sent over plain HTTP; serve the registry over HTTPS (%s names a private CA) or remove its credential (docker logout %s)",
+			host, OCIPlainHTTPKey, OCICAFileKey, host)
+	}
+	return true, nil, nil
+}
+
 // ociSource builds the source of an oci:// provider URL. Plain HTTP only for registries listed
 // in OCI_PLAIN_HTTP_REGISTRIES, and refused when a credential for the registry exists: it would
 // travel in clear.
@@ -110,22 +144,11 @@ func (c *Client) ociSource(p Provider, loc *location) (*ociSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	cred, err := c.ociCredentials()
+	plain, cred, err := c.registryAccess(ctx, loc.host)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if c.ociPlainHTTP(loc.host) {
-		got, err := cred(ctx, loc.host)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading the credential of %s: %w", p, loc.host, err)
-		}
-		if got != auth.EmptyCredential {
-			return nil, fmt.Errorf("%s: %s is listed in %s, but a credential for it is configured: credentials are never sent over plain HTTP; serve the registry over HTTPS (%s names a private CA) or remove its credential (docker logout %s)",
-				p, loc.host, OCIPlainHTTPKey, OCICAFileKey, loc.host)
-		}
-		repo.PlainHTTP = true
-		cred = nil
-	}
+	repo.PlainHTTP = plain
 	hc, err := c.ociHTTPClient(ctx)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (p Provider) ManifestLabel() string { return provider.ManifestLabel(p.Name,
 // ComponentsFile is the components file name: the last element of the URL.
 // An OCI repository's components file is named by the provider's type (ociComponentsFile).
 func (p Provider) ComponentsFile() string {
-	if isOCI(p.URL) {
+	if IsOCI(p.URL) {
 		return ociComponentsFile(p)
 	}
 	return path.Base(strings.TrimRight(p.URL, "/"))
@@ -33,7 +33,7 @@ func (p Provider) ComponentsFile() string {
 // RepositoryURL is the URL without the components file name, with a trailing slash, as
 // `clusterctl config repositories` shows it.
 func (p Provider) RepositoryURL() string {
-	if isOCI(p.URL) {
+	if IsOCI(p.URL) {
 		return p.URL // the reference names the repository; there is no file in it
 	}
 	u := strings.TrimRight(p.URL, "/")

@@ -92,7 +92,7 @@ func RenderRepositories(w io.Writer, f output.Format, providers []Provider) erro
 // or the result as data when f is structured.
 func (r *MirrorResult) Render(w io.Writer, f output.Format) error {
 	return output.Render(w, f, r, func(out io.Writer) error {
-		if isOCI(r.Dir) {
+		if IsOCI(r.Dir) {
 			fmt.Fprintf(out, "# OCI artifacts published by capctl repository mirror under %s\n", r.Dir)
 		} else {
 			fmt.Fprintf(out, "# Local repository written by capctl repository mirror: %s\n", r.Dir)

@@ -25,6 +25,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/capctl/capctl/internal/testing/testenv"
@@ -204,4 +208,55 @@ func write(tb testing.TB, p string, data []byte) {
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Trust writes, for several registries, one Docker config holding every credential and one PEM
+// file of every CA: what a machine that logged in to each of them has (DOCKER_CONFIG and
+// OCI_CA_FILE).
+func Trust(tb testing.TB, regs ...*Registry) (dockerConfig, caFile string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	auths := map[string]any{}
+	var cas []byte
+	for _, r := range regs {
+		auths[r.Host] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(r.User + ":" + r.Password))}
+		pem, err := os.ReadFile(r.CAFile)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cas = append(cas, pem...)
+	}
+	cfgJSON, _ := json.Marshal(map[string]any{"auths": auths})
+	write(tb, filepath.Join(dir, "docker", "config.json"), cfgJSON)
+	write(tb, filepath.Join(dir, "ca.pem"), cas)
+	return filepath.Join(dir, "docker"), filepath.Join(dir, "ca.pem")
+}
+
+// PushRandomImage pushes a small random single-layer image to ref (HOST/PATH:TAG) of r and
+// returns its digest.
+func (r *Registry) PushRandomImage(tb testing.TB, ref string) string {
+	tb.Helper()
+	img, err := random.Image(512, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n, err := name.ParseReference(ref)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(r.CAFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	if err := remote.Write(n, img, remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: r.User, Password: r.Password})); err != nil {
+		tb.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d.String()
 }
