@@ -68,6 +68,14 @@ func TestRepositoryMirrorToOCI(t *testing.T) {
 		t.Errorf("list-images from the registry: exit %d\n%s\n%s", code, out, errOut)
 	}
 
+	// No credential for the registry: refused naming the way to log in.
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	_, errOut, code = runCapctl(t, args...)
+	if code == 0 || !strings.Contains(errOut, "docker login "+reg.Host) {
+		t.Errorf("no credential: exit %d\n%s", code, errOut)
+	}
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig)
+
 	// --layout for a folder is refused before anything is fetched.
 	_, errOut, code = runCapctl(t, "repository", "mirror", "--to", t.TempDir(), "--layout", "operator", "--config", cfg)
 	if code == 0 || !strings.Contains(errOut, "applies to an oci:// target only") {

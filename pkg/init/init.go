@@ -379,7 +379,9 @@ func (r *initRun) install(ctx context.Context) error {
 				return err
 			}
 			p := plan[setPlan[set]]
-			return inventory.Write(ctx, r.c, inventory.New(p.Name, p.Type, p.Version, p.Namespace))
+			entry := inventory.New(p.Name, p.Type, p.Version, p.Namespace)
+			entry.Artifact = p.components.Artifact
+			return inventory.Write(ctx, r.c, entry)
 		},
 	})
 	if err != nil {

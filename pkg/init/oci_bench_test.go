@@ -22,6 +22,7 @@ import (
 func BenchmarkInitFromOCI(b *testing.B) {
 	capctl := testenv.BuildCapctl(b)
 	reg := registrytest.Start(b)
+	b.Setenv("DOCKER_CONFIG", reg.DockerConfig)
 	_, localCfg, ociCfg := ociConfigs(b, reg)
 	publishFixture(b, testenv.Context(b), localCfg, reg)
 	runs := 3

@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capctl/capctl/internal/testing/installtest"
 	"github.com/capctl/capctl/internal/testing/registrytest"
@@ -15,6 +18,7 @@ import (
 	"github.com/capctl/capctl/pkg/cluster"
 	"github.com/capctl/capctl/pkg/config"
 	clusterinit "github.com/capctl/capctl/pkg/init"
+	"github.com/capctl/capctl/pkg/inventory"
 	"github.com/capctl/capctl/pkg/provider"
 	"github.com/capctl/capctl/pkg/repository"
 )
@@ -33,7 +37,7 @@ func TestInitFromOCIIsInitFromLocal(t *testing.T) {
 
 	// A copy of the fixture repository, deleted before the init from the registry.
 	repoDir, localCfg, ociCfg := ociConfigs(t, reg)
-	publishFixture(t, ctx, localCfg, reg)
+	published := publishFixture(t, ctx, localCfg, reg)
 
 	ref, ours := testenv.StartPair(t, testenv.Options{})
 	for _, e := range []*testenv.Env{ref, ours} {
@@ -50,9 +54,33 @@ func TestInitFromOCIIsInitFromLocal(t *testing.T) {
 	if _, err := clusterinit.InitWith(ctx, clientsFor(t, ociCfg, ours, false), clusterinit.InitRequest{StrictChecks: true, Selection: sel}); err != nil {
 		t.Fatalf("init from the registry: %v", err)
 	}
+	// Each inventory entry written from the registry names the artifact installed, by digest.
+	installed, err := inventory.List(ctx, ours.Client)
+	if err != nil || len(installed) != 4 {
+		t.Fatalf("inventory %v %v", installed, err)
+	}
+	for _, p := range installed {
+		want := ""
+		for _, m := range published.Providers {
+			if m.Name == p.ProviderName && m.Type == p.Type {
+				want = strings.TrimSuffix(m.Dir, ":"+m.Version) + "@" + m.Digest
+			}
+		}
+		if want == "" || p.Artifact != want {
+			t.Errorf("inventory entry %s records artifact %q, want %q", p.ManifestLabel(), p.Artifact, want)
+		}
+	}
 	for _, g := range objectGroups {
 		want := snapshot(t, ctx, ref.Client, g.gvk, g.all)
 		got := snapshot(t, ctx, ours.Client, g.gvk, g.all)
+		if g.gvk == inventory.GVK {
+			for _, o := range got { // checked above; the rest must be the local init's
+				unstructured.RemoveNestedField(o, "metadata", "annotations", inventory.ArtifactAnnotation)
+				if a, _, _ := unstructured.NestedMap(o, "metadata", "annotations"); len(a) == 0 {
+					unstructured.RemoveNestedField(o, "metadata", "annotations")
+				}
+			}
+		}
 		if len(want) == 0 {
 			t.Errorf("%s: the local init installed none; the comparison would prove nothing", g.name)
 		}
@@ -89,7 +117,7 @@ func ociConfigs(tb testing.TB, reg *registrytest.Registry) (repoDir, localCfg, o
 
 // publishFixture publishes the four providers (v1.14.0) and cert-manager of localCfg to reg's
 // project capi, as `capctl repository mirror --to oci://HOST/capi` does.
-func publishFixture(tb testing.TB, ctx context.Context, localCfg string, reg *registrytest.Registry) {
+func publishFixture(tb testing.TB, ctx context.Context, localCfg string, reg *registrytest.Registry) *repository.MirrorResult {
 	tb.Helper()
 	local := clientsFor(tb, localCfg, nil, true)
 	var reqs []repository.MirrorRequest
@@ -110,6 +138,7 @@ func publishFixture(tb testing.TB, ctx context.Context, localCfg string, reg *re
 	for _, m := range append(res.Providers, *res.CertManager) {
 		tb.Logf("published %s@%s (%s)", m.Dir, m.Digest, m.Files)
 	}
+	return res
 }
 
 // clientsFor builds init's clients from a config file: offline (the local repository), or online

@@ -35,6 +35,11 @@ const (
 	// CoreLabel marks clusterctl's own objects: "inventory" or "cert-manager".
 	CoreLabel          = "clusterctl.cluster.x-k8s.io/core"
 	CoreInventoryValue = "inventory"
+
+	// ArtifactAnnotation records, on an entry capctl wrote, the OCI artifact the provider's
+	// components were installed from, by digest (HOST/PATH/NAME@sha256:...). clusterctl ignores
+	// it; an install from another kind of repository removes it.
+	ArtifactAnnotation = "capctl.cluster.x-k8s.io/artifact"
 )
 
 // GVK is the Provider kind.
@@ -55,6 +60,8 @@ type Provider struct {
 	Type             provider.Type `json:"type"`
 	Version          string        `json:"version"`
 	WatchedNamespace string        `json:"watchedNamespace,omitempty"`
+	// Artifact is the OCI artifact installed, by digest (ArtifactAnnotation), "" for none.
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // New returns the inventory entry clusterctl would write for a provider.
@@ -94,6 +101,9 @@ func (p Provider) ToUnstructured() *unstructured.Unstructured {
 	if p.WatchedNamespace != "" {
 		u.Object["watchedNamespace"] = p.WatchedNamespace
 	}
+	if p.Artifact != "" {
+		u.SetAnnotations(map[string]string{ArtifactAnnotation: p.Artifact})
+	}
 	return u
 }
 
@@ -104,6 +114,7 @@ func FromUnstructured(u *unstructured.Unstructured) Provider {
 		Name: u.GetName(), Namespace: u.GetNamespace(),
 		ProviderName: str("providerName"), Type: provider.Type(str("type")),
 		Version: str("version"), WatchedNamespace: str("watchedNamespace"),
+		Artifact: u.GetAnnotations()[ArtifactAnnotation],
 	}
 }
 
@@ -199,6 +210,16 @@ func Write(ctx context.Context, c client.Client, p Provider) error {
 		labels[k] = v
 	}
 	current.SetLabels(labels)
+	ann := current.GetAnnotations()
+	if p.Artifact != "" {
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[ArtifactAnnotation] = p.Artifact
+	} else {
+		delete(ann, ArtifactAnnotation)
+	}
+	current.SetAnnotations(ann)
 	for _, k := range []string{"providerName", "type", "version"} {
 		current.Object[k] = desired.Object[k]
 	}

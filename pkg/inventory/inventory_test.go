@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,7 +39,16 @@ func TestInventoryRoundTripOnRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// An update is a patch of the same object.
+	// An update is a patch of the same object. Installed from an OCI artifact, the entry names
+	// it by digest; installed again from another repository, the stale record goes.
+	fromOCI := inventory.New("docker", provider.InfrastructureProviderType, "v1.14.1", "capd-system")
+	fromOCI.Artifact = "registry.example/capi/manifests/infrastructure-docker@sha256:" + strings.Repeat("a", 64)
+	if err := inventory.Write(ctx, c, fromOCI); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := inventory.List(ctx, c); err != nil || items[2].Artifact != fromOCI.Artifact {
+		t.Fatalf("artifact not recorded: %+v %v", items, err)
+	}
 	if err := inventory.Write(ctx, c, inventory.New("docker", provider.InfrastructureProviderType, "v1.14.1", "capd-system")); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +62,7 @@ func TestInventoryRoundTripOnRealAPIServer(t *testing.T) {
 	if items[0].Name != "cluster-api" || items[1].Name != "bootstrap-kubeadm" || items[2].Name != "infrastructure-docker" {
 		t.Errorf("order/naming: %+v", items)
 	}
-	if items[2].Version != "v1.14.1" || items[2].ProviderName != "docker" || items[2].Type != provider.InfrastructureProviderType {
+	if items[2].Version != "v1.14.1" || items[2].ProviderName != "docker" || items[2].Type != provider.InfrastructureProviderType || items[2].Artifact != "" {
 		t.Errorf("docker entry: %+v", items[2])
 	}
 	if got := inventory.DefaultProviderName(items, provider.InfrastructureProviderType); got != "docker" {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/capctl/capctl/internal/logging"
 	"github.com/capctl/capctl/internal/userinput"
@@ -91,6 +92,10 @@ type Client struct {
 	files    map[string][]byte // in-memory cache: source key|version|file
 	versions map[string][]string
 	listed   map[string]*cachedVersions // by provider URL: the GitHub list in use, for unpublished marks
+
+	// OCI registries: one HTTP client and token cache for the run (ociSource).
+	ociHTTP      *http.Client
+	ociAuthCache auth.Cache
 }
 
 // New builds a Client from the configuration (nil: built-in providers only, no variables).

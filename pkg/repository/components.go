@@ -45,6 +45,9 @@ type Components struct {
 	Objects []unstructured.Unstructured `json:"-"`
 	// Raw is the components file as fetched (before substitution).
 	Raw []byte `json:"-"`
+	// Artifact is the OCI artifact the components came from, by digest
+	// (HOST/PATH/NAME@sha256:...); "" for other repositories and files from the overrides folder.
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // ErrContract is returned (wrapped) when a provider version implements a contract capctl cannot use.
@@ -75,6 +78,11 @@ func (c *Client) Components(ctx context.Context, p Provider, opts ComponentsOpti
 		name = s.fileURL(rel.Version, file)
 	}
 	out := &Components{Release: *rel, URL: name, File: file, Raw: raw}
+	if origin != fromOverride {
+		if out.Artifact, err = c.Artifact(ctx, p, rel.Version); err != nil {
+			return nil, err
+		}
+	}
 	out.Variables, err = variables.List(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

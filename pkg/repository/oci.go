@@ -31,6 +31,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	capdigest "github.com/capctl/capctl/internal/digest"
@@ -213,6 +214,24 @@ func (s *ociSource) listFiles(ctx context.Context, version string) ([]string, er
 		return nil, err
 	}
 	return slices.Sorted(maps.Keys(a.files)), nil
+}
+
+// Artifact names the OCI artifact version of p is read from, by digest
+// (HOST/PATH/NAME@sha256:...), read once per run; "" when p's repository is not an OCI registry.
+func (c *Client) Artifact(ctx context.Context, p Provider, version string) (string, error) {
+	s, _, err := c.source(p)
+	if err != nil {
+		return "", err
+	}
+	o, ok := s.(*ociSource)
+	if !ok {
+		return "", nil
+	}
+	d, err := o.Digest(ctx, version)
+	if err != nil {
+		return "", err
+	}
+	return o.repoRef + "@" + d, nil
 }
 
 // Digest is the manifest digest of version, read once per run.
@@ -521,6 +540,9 @@ func ociError(what, host string, err error) error {
 	}
 	if errors.Is(err, errdef.ErrNotFound) {
 		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("%s: the registry %s asks for a credential and none is configured for it: log in with `docker login %s` (capctl reads Docker's credential store: DOCKER_CONFIG or ~/.docker/config.json)", what, host, host)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -588,3 +588,32 @@ func TestOCIReferenceParsing(t *testing.T) {
 		t.Error("--layout with a folder accepted")
 	}
 }
+
+// Versions are the repository's semver tags; latest resolves among them as for GitHub (the
+// upgrade plan's catalog reads the same list).
+func TestOCIVersionsFromTags(t *testing.T) {
+	reg := newTestRegistry(t)
+	ctx := context.Background()
+	src := newTestClient(t, fixtureConfig(t, ""), reg.options())
+	p, _ := src.Provider("docker", provider.InfrastructureProviderType)
+	var reqs []MirrorRequest
+	for _, v := range []string{"v1.13.5", "v1.14.0"} {
+		reqs = append(reqs, MirrorRequest{Provider: p, Version: v})
+	}
+	if _, err := src.Mirror(ctx, "oci://"+reg.host+"/capi", reqs, MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	oc := newTestClient(t, ociConfig(t, reg.host, "capi", nil), reg.options())
+	op, _ := oc.Provider("docker", provider.InfrastructureProviderType)
+	vs, err := oc.Versions(ctx, op)
+	if err != nil || strings.Join(vs, ",") != "v1.14.0,v1.13.5" {
+		t.Fatalf("versions %v %v", vs, err)
+	}
+	rel, err := oc.Resolve(ctx, op, "latest", ResolveOptions{})
+	if err != nil || rel.Version != "v1.14.0" {
+		t.Fatalf("latest: %v %v", rel, err)
+	}
+	if _, err := oc.Resolve(ctx, op, "v1.12.11", ResolveOptions{}); err == nil || !strings.Contains(err.Error(), "has no version v1.12.11; nearest available: v1.14.0, v1.13.5") {
+		t.Fatalf("a version not published: %v", err)
+	}
+}

@@ -149,11 +149,15 @@ func (c *Client) ociSource(p Provider, loc *location) (*ociSource, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	repo.PlainHTTP = plain
-	hc, err := c.ociHTTPClient(ctx)
-	if err != nil {
-		return nil, err
+	// One HTTP client and one token cache for every repository of the run: connections and
+	// tokens are reused from one provider to the next (c.mu is held: source() builds sources).
+	if c.ociHTTP == nil {
+		if c.ociHTTP, err = c.ociHTTPClient(ctx); err != nil {
+			return nil, err
+		}
+		c.ociAuthCache = auth.NewCache()
 	}
-	repo.Client = &auth.Client{Client: hc, Cache: auth.NewCache(), Credential: cred}
+	repo.Client = &auth.Client{Client: c.ociHTTP, Cache: c.ociAuthCache, Credential: cred}
 	// A registry cannot make capctl page through tags for ever.
 	repo.TagListMaxPages = 100
 	return &ociSource{p: p, host: loc.host, repoRef: loc.host + "/" + loc.repoPath, digest: loc.digest, repo: repo, cache: c.cache, offline: c.opts.Offline}, nil

@@ -32,6 +32,8 @@ import (
 type Source interface {
 	Catalog
 	Components(ctx context.Context, p inventory.Provider, version, targetNamespace string) ([]unstructured.Unstructured, error)
+	// Artifact names the OCI artifact of a version by digest, "" when there is none.
+	Artifact(ctx context.Context, p inventory.Provider, version string) (string, error)
 }
 
 // ApplyOptions tune Apply.
@@ -98,6 +100,7 @@ type preparedUpgrade struct {
 	oldObjs  []unstructured.Unstructured // the current version's components as the repository has them (nil if unavailable)
 	live     []unstructured.Unstructured // the objects of the provider in the cluster, minus what is kept
 	liveDeps []appsv1.Deployment
+	artifact string // the OCI artifact of the new version, by digest ("" for none)
 }
 
 // ApplyRequest is `capctl upgrade apply` of the providers: what to upgrade to (Request) and how
@@ -221,6 +224,9 @@ func prepare(ctx context.Context, c *cluster.Client, src Source, targets []Targe
 		if err != nil {
 			return nil, fmt.Errorf("fetching the components of %s %s: %w", t.Provider.ManifestLabel(), t.To, err)
 		}
+		if pu.artifact, err = src.Artifact(ctx, t.Provider, t.To); err != nil {
+			return nil, fmt.Errorf("reading the artifact of %s %s: %w", t.Provider.ManifestLabel(), t.To, err)
+		}
 		if old, err := src.Components(ctx, t.Provider, t.From, t.Provider.Namespace); err == nil {
 			pu.oldObjs = old
 		} else {
@@ -283,7 +289,7 @@ func upgradeProvider(ctx context.Context, c *cluster.Client, pu *preparedUpgrade
 	}
 	pr.Applied = r.Applied
 	updated := t.Provider
-	updated.Version = t.To
+	updated.Version, updated.Artifact = t.To, pu.artifact
 	if err := inventory.Write(ctx, c, updated); err != nil {
 		return pr, err
 	}

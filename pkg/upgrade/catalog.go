@@ -74,6 +74,16 @@ func (r RepositoryCatalog) Components(ctx context.Context, p inventory.Provider,
 	return comps.Objects, nil
 }
 
+// Artifact names the OCI artifact version of the installed provider comes from, by digest; ""
+// when its repository is not an OCI registry.
+func (r RepositoryCatalog) Artifact(ctx context.Context, p inventory.Provider, version string) (string, error) {
+	rp, err := r.Provider(p)
+	if err != nil {
+		return "", err
+	}
+	return r.Client.Artifact(ctx, rp, version)
+}
+
 // CertManager fetches the configured cert-manager components.
 func (r RepositoryCatalog) CertManager(ctx context.Context) (*certmanager.Components, error) {
 	return certmanager.Fetch(ctx, r.Client, "")
