@@ -129,7 +129,13 @@ With --save FILE, also write the plan to FILE (mode 0600) for review: the select
 cluster with its management cluster, UID, versions, ClusterClass, and the metadata.generation
 and resourceVersion it was planned against, the waves, their steps, how they will be rolled
 (--max-parallel and the other rollout flags), and a SHA-256 digest of it all.
-"capctl upgrade apply --plan FILE" applies exactly that plan.`
+"capctl upgrade apply --plan FILE" applies exactly that plan.
+
+Without --kubernetes-version, --save FILE writes the providers' upgrade of the current contract:
+each provider's version now and the version it goes to, and for a provider read from an OCI
+registry (oci://) the artifact of that version by digest. "capctl upgrade apply --plan FILE"
+upgrades exactly those, and refuses before any change when a provider's installed version is no
+longer the planned one or a version's tag now names another artifact (both digests named).`
 
 // newCmdUpgradePlan builds `capctl upgrade plan`; runF, when set, replaces running it (tests).
 func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.Command {
@@ -149,13 +155,13 @@ func newCmdUpgradePlan(f *factory, runF func(*UpgradePlanOptions) error) *cobra.
 	cmd.RunE = leafRun(o, o.complete, runF, runUpgradePlan)
 	o.flags = cmd.Flags()
 	cmd.Flags().StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Plan the Kubernetes upgrade of every workload cluster to this version (vX.Y.Z)")
-	cmd.Flags().StringVar(&o.Save, "save", "", "With --kubernetes-version: also write the plan to this file (0600) for review and `upgrade apply --plan`")
+	cmd.Flags().StringVar(&o.Save, "save", "", "Also write the plan to this file (0600) for review and `upgrade apply --plan`: the fleet's with --kubernetes-version, else the providers' upgrade of the current contract")
 	o.rolloutFlags.add(cmd, "--kubernetes-version")
 	addFleetSelectionFlags(cmd, &o.Selection, &o.AllNamespaces)
 	addFormatFlag(cmd, &o.Output, "json and yaml print the plan")
 	addContextsFlags(cmd, &o.Contexts)
-	for _, name := range append([]string{"save"}, rolloutFlagNames...) {
-		requireFlags(cmd, "saves or shapes a fleet plan", []string{name}, "kubernetes-version")
+	for _, name := range rolloutFlagNames {
+		requireFlags(cmd, "shapes a fleet plan", []string{name}, "kubernetes-version")
 	}
 	return cmd
 }
@@ -197,7 +203,7 @@ func runUpgradePlan(ctx context.Context, o *UpgradePlanOptions) error {
 		return exitCode(res.ExitCode())
 	}
 	e.Progress = func(s string) { o.Logger().Info(s) }
-	res, err := upgrade.RunPlan(ctx, e, upgrade.PlanRequest{})
+	res, err := upgrade.RunPlan(ctx, e, upgrade.PlanRequest{Save: o.Save})
 	if err != nil {
 		return err
 	}
@@ -299,7 +305,7 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 	secondsVar(fl, &o.WaitTimeout, "wait-provider-timeout", upgrade.DefaultWaitProviderTimeout, "Seconds to wait for each provider to be available (with --wait-providers)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "Show what would change (server-side dry run), change nothing")
 	fl.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Upgrade the workload clusters' Kubernetes to this version (vX.Y.Z), wave by wave")
-	fl.StringVar(&o.plan, "plan", "", "Apply exactly the `file` saved by upgrade plan --kubernetes-version ... --save (it gives the version, the selection and the rollout)")
+	fl.StringVar(&o.plan, "plan", "", "Apply exactly the `file` saved by upgrade plan --save: a fleet plan (--kubernetes-version: the version, the selection and the rollout) or a providers' plan (their versions, and the artifacts of providers read from OCI registries)")
 	fl.IntVar(&o.wave, "wave", 0, "With --kubernetes-version: only the clusters of this upgrade wave")
 	o.rolloutFlags.add(cmd, "--kubernetes-version")
 	fl.BoolVar(&o.noWait, "no-wait", false, "With --window: outside the window, exit at once saying when it opens next, instead of waiting for it")
@@ -330,6 +336,9 @@ func newCmdUpgradeApply(f *factory, runF func(*UpgradeApplyOptions) error) *cobr
 func (o *UpgradeApplyOptions) complete([]string) error {
 	if err := checkContextsFlags(o.flags, o.Contexts); err != nil {
 		return err
+	}
+	if o.plan != "" && upgrade.IsPlanFile(context.Background(), o.plan) {
+		return o.completeProviderPlan()
 	}
 	fleet := o.kubernetesVersion != "" || o.plan != "" || o.noWait
 	for _, name := range append([]string{"wave", "timeout"}, rolloutFlagNames...) {
@@ -442,6 +451,27 @@ func (o *UpgradeApplyOptions) completeProviders() error {
 		}
 	}
 	if err := o.Request.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// completeProviderPlan builds the providers' upgrade a saved providers' plan names (upgrade plan
+// --save without --kubernetes-version): exactly its versions, checked against it before any write.
+func (o *UpgradeApplyOptions) completeProviderPlan() error {
+	// (cobra already refuses --plan with the rollout and selection flags.)
+	for _, name := range []string{"timeout", "no-wait", "contexts", "all-contexts"} {
+		if o.flags.Changed(name) {
+			return usageError{fmt.Errorf("--%s does not apply to a providers' upgrade plan (%s): it upgrades the providers of one management cluster", name, o.plan)}
+		}
+	}
+	pf, err := upgrade.LoadPlanFile(context.Background(), o.plan)
+	if err != nil {
+		return err
+	}
+	o.Request = pf.Request()
+	o.ApplyOptions.Plan, o.ApplyOptions.PlanPath = pf, o.plan
+	if err := o.ApplyOptions.Validate(); err != nil {
 		return usageError{err}
 	}
 	return nil

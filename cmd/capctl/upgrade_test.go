@@ -59,6 +59,27 @@ func TestUpgradePlanUsageErrors(t *testing.T) {
 	}
 }
 
+// A providers' plan file (upgrade plan --save without --kubernetes-version) goes to the providers'
+// apply: its own checks, before any cluster call, and no fleet flag with it.
+func TestUpgradeApplyProviderPlanFile(t *testing.T) {
+	plan := filepath.Join(t.TempDir(), "providers.json")
+	body := `{"apiVersion": "capctl.io/v1alpha1", "kind": "ProviderUpgradePlan", "contract": "v1beta2",
+  "providers": [{"namespace": "capd-system", "providerName": "docker", "type": "InfrastructureProvider", "from": "v1.13.5", "to": "v1.14.0"}],
+  "digest": "sha256:0000"}`
+	if err := os.WriteFile(plan, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, errOut, code := runCapctl(t, "upgrade", "apply", "--plan", plan, "--kubeconfig", missing)
+	if code == 0 || !strings.Contains(errOut, "was edited after it was saved") {
+		t.Errorf("edited providers' plan: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runCapctl(t, "upgrade", "apply", "--plan", plan, "--timeout", "2m", "--kubeconfig", missing)
+	if code == 0 || !strings.Contains(errOut, "--timeout does not apply to a providers' upgrade plan") {
+		t.Errorf("fleet flag with a providers' plan: exit %d\n%s", code, errOut)
+	}
+}
+
 // upgradeConfig writes a clusterctl.yaml pointing the four Cluster API providers at the fixture
 // repository.
 func upgradeConfig(t *testing.T, fixtures string) string {
@@ -304,8 +325,12 @@ func TestUpgradeApplyKubernetesVersionFlags(t *testing.T) {
 	if err != nil || o.Fleet.Plan != "p.json" || o.Fleet.KubernetesVersion != "" || o.Fleet.Timeout != 5*time.Minute || !o.Fleet.DryRun || !o.Fleet.NoWait {
 		t.Errorf("--plan: %+v %v", o.Fleet, err)
 	}
-	if _, err := parseOptions(t, newCmdUpgradePlan, "--save", "p.json"); err == nil {
-		t.Error("--save without --kubernetes-version accepted")
+	// Without --kubernetes-version, --save writes the providers' plan.
+	if o, err := parseOptions(t, newCmdUpgradePlan, "--save", "p.json"); err != nil || o.Save != "p.json" || o.KubernetesVersion != "" {
+		t.Errorf("--save of the providers' plan: %+v %v", o, err)
+	}
+	if _, err := parseOptions(t, newCmdUpgradePlan, "--save", "p.json", "--canary", "1"); err == nil {
+		t.Error("--canary without --kubernetes-version accepted")
 	}
 	sp, err := parseOptions(t, newCmdUpgradePlan, "--kubernetes-version", "v1.35.1", "--save", "p.json", "--canary", "1", "--max-parallel", "10%")
 	if err != nil || sp.FleetPlanRequest.Save != "p.json" || sp.Rollout != (fleetupgrade.Rollout{Canary: 1, MaxParallelPercent: 10}) {

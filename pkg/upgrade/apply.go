@@ -51,6 +51,11 @@ type ApplyOptions struct {
 	CertManagerTimeout time.Duration
 	// Log receives progress per provider. Nil discards.
 	Log *logging.Logger
+	// Plan, when set, is the saved plan (read from PlanPath) the request came from: before any
+	// write, every target must still start from the planned version and its new version's
+	// artifact must be the one reviewed.
+	Plan     *PlanFile
+	PlanPath string
 }
 
 // ApplyResult says what Apply did (or, with DryRun, would do).
@@ -165,6 +170,11 @@ func apply(ctx context.Context, c *cluster.Client, src Source, req Request, opts
 	prepared, err := prepare(ctx, c, src, targets, log)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Plan != nil {
+		if err := checkPlan(opts.Plan, opts.PlanPath, prepared); err != nil {
+			return nil, err
+		}
 	}
 
 	if err := checkPermissions(ctx, c, prepared, cmPlan, cmComps); err != nil {

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/capctl/capctl/pkg/cluster"
@@ -11,9 +12,13 @@ import (
 
 // PlanRequest is `capctl upgrade plan` without --kubernetes-version: the providers' plan needs
 // nothing beyond the Env (its management clusters and provider repositories).
-type PlanRequest struct{}
+type PlanRequest struct {
+	// Save, when set, also writes the plan of the current contract to this file (0600), for
+	// `upgrade apply --plan`.
+	Save string
+}
 
-// Validate has nothing to check: the request has no fields.
+// Validate has nothing to check without I/O.
 func (PlanRequest) Validate() error { return nil }
 
 // PlanResult is the providers' upgrade plan of one management cluster, or of several as one view.
@@ -32,6 +37,9 @@ func RunPlan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, erro
 		return nil, err
 	}
 	cat := RepositoryCatalog{Client: rc}
+	if req.Save != "" && e.Several() {
+		return nil, fmt.Errorf("--save writes the providers' plan of one management cluster: choose it with --kubeconfig-context, not --contexts")
+	}
 	e.Step("Checking new release availability...")
 	v, err := env.Over(ctx, e,
 		func(ctx context.Context, c *cluster.Client) (*ProviderPlan, error) { return Plan(ctx, c, cat) },
@@ -40,6 +48,13 @@ func RunPlan(ctx context.Context, e env.Env, req PlanRequest) (*PlanResult, erro
 		})
 	if err != nil {
 		return nil, err
+	}
+	if req.Save != "" {
+		pf, err := SavePlanFile(ctx, cat, v.One, req.Save)
+		if err != nil {
+			return nil, err
+		}
+		e.Stepf("Saved the plan of %d provider upgrade(s) to %s (digest %s): apply it with `capctl upgrade apply --plan %s`", len(pf.Providers), req.Save, pf.Digest, req.Save)
 	}
 	return &PlanResult{v}, nil
 }

@@ -244,14 +244,7 @@ func (r *Registry) PushRandomImage(tb testing.TB, ref string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(r.CAFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	if err := remote.Write(n, img, remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: r.User, Password: r.Password})); err != nil {
+	if err := remote.Write(n, img, remote.WithTransport(r.HTTPClient(tb).Transport), remote.WithAuth(&authn.Basic{Username: r.User, Password: r.Password})); err != nil {
 		tb.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -259,4 +252,16 @@ func (r *Registry) PushRandomImage(tb testing.TB, ref string) string {
 		tb.Fatal(err)
 	}
 	return d.String()
+}
+
+// HTTPClient trusts the registry's CA (for pushing with oras-go or go-containerregistry in a test).
+func (r *Registry) HTTPClient(tb testing.TB) *http.Client {
+	tb.Helper()
+	caPEM, err := os.ReadFile(r.CAFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
