@@ -2,6 +2,7 @@ package clusterinit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,25 @@ func TestInitFromOCIIsInitFromLocal(t *testing.T) {
 	}
 	if err := os.RemoveAll(repoDir); err != nil {
 		t.Fatal(err)
+	}
+	// An infrastructure provider whose URL names another provider's artifacts is refused before
+	// anything is installed.
+	data, err := os.ReadFile(ociCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongCfg := writeFile(t, "wrong.yaml", strings.Replace(string(data), "{name: docker, type: InfrastructureProvider", "{name: aws, type: InfrastructureProvider", 1))
+	wrongSel := sel
+	wrongSel.Infrastructure = []string{"aws:v1.14.0"}
+	_, err = clusterinit.InitWith(ctx, clientsFor(t, wrongCfg, ours, false), clusterinit.InitRequest{StrictChecks: true, Selection: wrongSel})
+	if err == nil || !strings.Contains(err.Error(), repository.OCIAnnotationProviderName+"=docker") || !strings.Contains(err.Error(), "infrastructure-aws") {
+		t.Fatalf("init from another provider's artifact: %v", err)
+	}
+	if _, err := inventory.List(ctx, ours.Client); !errors.Is(err, inventory.ErrNoInventory) {
+		t.Fatalf("the refused init wrote to the cluster: inventory %v", err)
+	}
+	if crds := snapshot(t, ctx, ours.Client, objectGroups[1].gvk, true); len(crds) != 0 {
+		t.Fatalf("the refused init installed %d CRDs", len(crds))
 	}
 	if _, err := clusterinit.InitWith(ctx, clientsFor(t, ociCfg, ours, false), clusterinit.InitRequest{StrictChecks: true, Selection: sel}); err != nil {
 		t.Fatalf("init from the registry: %v", err)
